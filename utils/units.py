@@ -1,0 +1,102 @@
+"""The book's one unit registry, and its one number formatter.
+
+pint's stock registry makes `bit` and `byte` dimensionless, so 3 bytes + 2 parameters would be 5 and a
+FLOP/byte ratio would silently become a pure number. Here information is a dimension of its own, and
+so are the domain's counting units: FLOP, token, parameter, GPU, node, request, sequence and USD.
+Adding bytes to parameters, or FLOP to FLOP/s, raises pint.DimensionalityError.
+
+Import `ureg` and `Q_` from here and nowhere else: quantities from two registries cannot be combined.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pint
+
+_PINT_DIR = Path(pint.__file__).parent
+
+
+def _definitions() -> list[str]:
+    text = (_PINT_DIR / "default_en.txt").read_text()
+    if "\nbit = []\n" not in text or "@import constants_en.txt" not in text:
+        raise RuntimeError("pint's default_en.txt changed shape; review utils/units.py")
+    text = text.replace("\nbit = []\n", "\nbit = [information]\n")
+    # flexparser cannot follow @import from a list of lines, so inline the one file it imports.
+    text = text.replace("@import constants_en.txt", (_PINT_DIR / "constants_en.txt").read_text())
+    return text.splitlines()
+
+
+ureg = pint.UnitRegistry(None)
+ureg.load_definitions(_definitions())
+for _line in (
+    # "_" means no separate symbol, so the short form prints the name itself (6.30e24 FLOP).
+    "FLOP = [compute] = _ = flop",
+    "token = [token] = _ = tokens",
+    "parameter = [parameter] = _ = param = params",
+    "GPU = [gpu] = _ = gpu = GPUs",
+    "node = [node] = _ = nodes",
+    "request = [request] = _ = req = requests",
+    "sequence = [sequence] = _ = seq = sequences",
+    "USD = [currency] = _ = usd = dollar",
+):
+    ureg.define(_line)
+ureg.formatter.default_format = "~P"
+Q_ = ureg.Quantity
+DimensionalityError = pint.DimensionalityError
+
+_PREFIXES = [(1e24, "Y"), (1e21, "Z"), (1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"),
+             (1e6, "M"), (1e3, "k"), (1.0, ""), (1e-3, "m"), (1e-6, "µ"), (1e-9, "n")]
+
+
+def q(value, unit: str = "") -> pint.Quantity:
+    """A quantity in the book's registry: q(80, 'GB')."""
+    return Q_(value, unit)
+
+
+def fmt(x, unit: str | None = None, digits: int = 3, style: str = "auto") -> str:
+    """Format a number or a quantity for prose and tables; the book's one formatter.
+
+    style: "sci" gives 6.30e24 FLOP, "eng" gives 6.30 YFLOP, "plain" gives 6,200 GPU,
+    "auto" picks plain for values from 0.01 to 1e6, sci otherwise. `digits` is significant digits.
+    Returns a str, so MyST-NB glue never sees a numpy scalar.
+    """
+    if isinstance(x, pint.Quantity):
+        if unit is not None:
+            x = x.to(unit)
+        magnitude, unit_text = float(x.magnitude), "" if x.unitless else f"{x.units:~P}"
+    else:
+        magnitude, unit_text = float(x), unit or ""
+    if not math.isfinite(magnitude):
+        raise ValueError(f"cannot format a non-finite value: {magnitude}")
+    a = abs(magnitude)
+    if style == "auto":
+        style = "plain" if (a == 0 or 0.01 <= a < 1e6) else "sci"
+    if style == "sci":
+        text = f"{magnitude:.{digits - 1}e}"
+        mantissa, exponent = text.split("e")
+        text = f"{mantissa}e{int(exponent)}"
+    elif style == "eng":
+        scale, prefix = next(((s, p) for s, p in _PREFIXES if a >= s), _PREFIXES[-1])
+        text = _plain(magnitude / scale, digits)
+        unit_text = prefix + unit_text
+    elif style == "plain":
+        text = _plain(magnitude, digits)
+    else:
+        raise ValueError(f"unknown style {style!r}")
+    return f"{text} {unit_text}".strip()
+
+
+def _plain(v: float, digits: int) -> str:
+    """Round to `digits` significant digits, thousands separators, no trailing '.0'."""
+    if v == 0:
+        return "0"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(v))))
+    return f"{round(v, decimals):,.{decimals}f}"
+
+
+def pct(fraction, digits: int = 3) -> str:
+    """A fraction as a percentage: pct(0.4) -> '40%'."""
+    f = float(fraction.to("").magnitude) if isinstance(fraction, pint.Quantity) else float(fraction)
+    text = _plain(100 * f, digits)
+    return (text.rstrip("0").rstrip(".") if "." in text else text) + "%"
