@@ -47,8 +47,7 @@ test: $(VENV)/.test book-strict
 notebooks: $(VENV)/.test
 	for nb in $(CHAPTERS) $(GENERATED); do \
 	    echo "executing $$nb"; \
-	    $(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace \
-	        --ExecutePreprocessor.timeout=600 "$$nb"; \
+	    $(VENV)/bin/jupyter execute --inplace --timeout=600 "$$nb"; \
 	done
 
 # No venv here on purpose: the GPU machines that measure have torch and triton but no registry access,

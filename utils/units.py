@@ -91,6 +91,8 @@ def _plain(v: float, digits: int) -> str:
     """Round to `digits` significant digits, thousands separators, no trailing '.0'."""
     if v == 0:
         return "0"
+    if v == int(v) and abs(v) < 1e6:  # an exact count reads as one: 80 layers, not 80.0
+        return f"{int(v):,}"
     decimals = max(0, digits - 1 - math.floor(math.log10(abs(v))))
     return f"{round(v, decimals):,.{decimals}f}"
 
@@ -100,3 +102,13 @@ def pct(fraction, digits: int = 3) -> str:
     f = float(fraction.to("").magnitude) if isinstance(fraction, pint.Quantity) else float(fraction)
     text = _plain(100 * f, digits)
     return (text.rstrip("0").rstrip(".") if "." in text else text) + "%"
+
+
+def short(x, digits: int = 3) -> str:
+    """A count the way the field says it, without its unit: 70B, 15.6T, 8.19k (prose adds the noun)."""
+    v = float(x.magnitude) if isinstance(x, pint.Quantity) else float(x)
+    for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= scale:
+            text = _plain(v / scale, digits)
+            return (text.rstrip("0").rstrip(".") if "." in text else text) + suffix
+    return _plain(v, digits)

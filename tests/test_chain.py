@@ -1,0 +1,63 @@
+import pytest
+import sympy as sp
+
+from utils.chain import Chain, as_float
+from utils.units import DimensionalityError, q
+
+
+def six_nd():
+    ch = Chain("Training compute")
+    ch.given("N", q(70e9, "parameter"), "parameters", kind="spec", source="claim")
+    ch.given("D", q(15e12, "token"), "tokens")
+    ch.given("k", q(6, "FLOP/parameter/token"), "FLOP per parameter per token")
+    ch.step("C", "k*N*D", "FLOP", "training compute")
+    return ch
+
+
+def test_step_evaluates_with_units():
+    ch = six_nd()
+    assert ch["C"].to("FLOP").m == pytest.approx(6.3e24)
+    assert str(ch["C"].units) == "FLOP"
+
+
+def test_unit_slip_raises():
+    ch = six_nd()
+    ch.given("R", q(1e15, "FLOP/s"), "rate")
+    with pytest.raises(DimensionalityError):
+        ch.step("bad", "C + R")
+    with pytest.raises(DimensionalityError):
+        ch.step("bad2", "C / R", "FLOP")
+
+
+def test_solve_shows_closed_form_and_evaluates():
+    ch = six_nd()
+    ch.given("R", q(989.4e12, "FLOP/s/GPU"), "peak")
+    ch.given("u", 0.4, "MFU")
+    ch.given("T", q(90, "day"), "run")
+    n = ch.solve("N_gpu", "C = N_gpu*R*u*T", "GPU", "GPUs")
+    C, R, u, T = sp.symbols("C R u T")
+    assert sp.simplify(ch.closed_form("N_gpu") - C / (R * u * T)) == 0
+    expected = 6.3e24 / (989.4e12 * 0.4 * 90 * 86400)
+    assert n.m == pytest.approx(expected)
+    assert r"\Rightarrow" in ch.latex("N_gpu")
+
+
+def test_markdown_table_has_formula_substitution_and_result():
+    md = six_nd()._repr_markdown_()
+    assert "$C = k N D$" in md
+    assert r"\text{7.00e10 parameter}" in md
+    assert "**6.30e24 FLOP**" in md
+    assert "spec · claim" in md
+
+
+def test_undefined_and_duplicate_symbols_are_errors():
+    ch = six_nd()
+    with pytest.raises(ValueError):
+        ch.step("X", "C*Z")
+    with pytest.raises(ValueError):
+        ch.given("N", 1, "again")
+
+
+def test_as_float():
+    assert as_float(q(1, "TB/s"), "GB/s") == pytest.approx(1000)
+    assert as_float(2) == 2.0

@@ -1,0 +1,62 @@
+"""The book's promises, checked on every page: the toc matches the files, every glued key exists,
+no number is typed into prose, and every chapter has the anatomy DESIGN.md fixes."""
+import pytest
+
+from book_files import (ROOT, chapter_notebooks, glue_keys_defined, glue_keys_used, markdown_cells,
+                        read, toc_files, typed_numbers)
+from utils.results import RESULTS_MIME
+
+PAGES = toc_files()
+NOTEBOOKS = [p for p in PAGES if p.suffix == ".ipynb"]
+CHAPTERS = chapter_notebooks()
+SECTIONS = ["## The claim", "## Parameters", "## The chain", "## The check", "## What changes the answer",
+            "## Exercises", "## Results"]
+
+
+def test_every_toc_entry_exists():
+    missing = [str(p.relative_to(ROOT)) for p in PAGES if p.suffix not in (".md", ".ipynb")]
+    assert not missing, f"in _toc.yml but no file: {missing}"
+
+
+def test_every_chapter_and_page_is_in_the_toc():
+    pages = set(PAGES)
+    on_disk = set(CHAPTERS) | set((ROOT / "book").glob("*.md")) | set((ROOT / "book").glob("*.ipynb"))
+    orphans = sorted(str(p.relative_to(ROOT)) for p in on_disk - pages)
+    assert not orphans, f"files not in _toc.yml: {orphans}"
+
+
+@pytest.mark.parametrize("page", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_glue_key_is_glued_on_its_page(page):
+    missing = glue_keys_used(page) - glue_keys_defined(page)
+    assert not missing, f"{page.name} uses glue keys it never glues: {sorted(missing)}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.stem)
+def test_no_hand_typed_numbers_in_prose(page):
+    typed = [n for src in markdown_cells(page) for n in typed_numbers(src)]
+    assert not typed, f"{page.name}: numbers typed into prose (glue them from code): {typed}"
+
+
+def test_the_number_detector_catches_numbers_and_spares_names():
+    assert typed_numbers("a 70B model on 15T tokens is 6.3e24 FLOP, or 2,000 GPUs at 40%") == \
+        ["70B", "15T", "6.3e24", "2,000", "40"]
+    assert typed_numbers("H100, Llama-3-70B, fp8, the 6ND rule, $2(N-1)/N$, {glue:text}`x`, `sm_90`") == []
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_chapter_anatomy(chapter):
+    nb = read(chapter)
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert text.lstrip().startswith(f"({chapter.stem})="), "a chapter starts with its label"
+    missing = [s for s in SECTIONS if s not in text]
+    assert not missing, f"{chapter.name} lacks sections {missing}"
+    tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    assert len(tagged) == 1, "exactly one cell tagged 'parameters'"
+    outputs = [o for c in nb.cells for o in c.get("outputs", [])]
+    assert any("image/png" in o.get("data", {}) for o in outputs), "at least one figure"
+    results = [o["data"][RESULTS_MIME] for o in outputs if RESULTS_MIME in o.get("data", {})]
+    assert results and results[0], "the chapter publishes its results (page.emit() as the last cell)"
+    assert any(c.cell_type == "code" and "page.claim(" in c.source for c in nb.cells), "the claim is held in code"
+    assert ":class: dropdown" in text, "exercises have hidden worked answers"
+    errors = [o for o in outputs if o.get("output_type") == "error"]
+    assert not errors, "committed outputs contain an error"

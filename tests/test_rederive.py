@@ -1,0 +1,58 @@
+"""The re-derive command, end to end: results for other inputs, and one clean line for bad input."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from book_files import ROOT
+
+
+def rederive(*args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "utils.rederive", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def tree_state():
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=ROOT,
+                            capture_output=True, text=True).stdout
+    files = sorted(p for p in ROOT.rglob("*") if p.is_file() and ".venv" not in p.parts and ".git" not in p.parts
+                   and "_build" not in p.parts and "__pycache__" not in p.parts)
+    return status, [(str(p), p.stat().st_mtime_ns) for p in files]
+
+
+def test_list_names_chapters_and_defaults():
+    r = rederive("--list")
+    assert r.returncode == 0, r.stderr
+    assert "six-nd" in r.stdout and "n_params=70000000000.0" in r.stdout
+
+
+def test_six_nd_for_llama_405b():
+    before = tree_state()
+    r = rederive("six-nd", "--set", "n_params=405e9", "--set", "n_tokens=15.6e12", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["chapter"] == "six-nd"
+    assert out["parameters"]["n_params"] == 405e9
+    assert out["results"]["train_flops"]["unit"] == "FLOP"
+    assert out["results"]["train_flops"]["value"] == pytest.approx(6 * 405e9 * 15.6e12, rel=1e-12)
+    assert tree_state() == before, "re-deriving wrote into the repository"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["no-such-chapter"], "unknown chapter 'no-such-chapter'"),
+    (["six-nd", "--set", "n_parms=1e9"], "has no parameter 'n_parms'"),
+    (["six-nd", "--set", "n_params=seventy"], "n_params must be a number"),
+    (["six-nd", "--set", "n_params"], "--set takes name=value"),
+    (["six-nd", "--set", "n_tokens=-1e12"], "n_tokens must be > 0"),
+    (["six-nd", "--set", "n_layers=0"], "n_layers must be a whole number"),
+    (["six-nd", "--bogus"], "unrecognized arguments"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, message):
+    before = tree_state()
+    r = rederive(*args)
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], r.stderr
+    assert "Traceback" not in r.stderr and r.stdout == ""
+    assert tree_state() == before

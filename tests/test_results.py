@@ -1,0 +1,55 @@
+import json
+
+import nbformat
+import pytest
+
+from utils import results
+from utils.results import CLAIMS_MIME, RESULTS_MIME, Page, read_outputs
+from utils.units import q
+
+
+@pytest.fixture
+def glued(monkeypatch):
+    seen = {}
+    monkeypatch.setattr(results, "_glue", lambda name, text: seen.__setitem__(name, text))
+    return seen
+
+
+def test_publish_glues_formatted_text_and_records_value(glued):
+    page = Page("x")
+    text = page.publish("train_flops", q(6.3e24, "FLOP"), "FLOP", label="compute")
+    assert text == "6.30e24 FLOP" and glued["train_flops"] == text
+    assert page.results["train_flops"] == {"value": 6.3e24, "unit": "FLOP", "kind": "derived",
+                                          "label": "compute"}
+
+
+def test_publish_converts_units_and_percent(glued):
+    page = Page("x")
+    page.publish("bw", q(3.35, "TB/s"), "GB/s", label="bw")
+    assert page.results["bw"]["value"] == pytest.approx(3350) and page.results["bw"]["unit"] == "GB/s"
+    page.publish("share", q(0.25, ""), "", label="share", percent=True)
+    assert glued["share"] == "25%" and page.results["share"]["unit"] == ""
+
+
+def test_duplicate_glue_key_and_bad_verdict_raise(glued):
+    page = Page("x")
+    page.text("a", 1.0)
+    with pytest.raises(ValueError):
+        page.text("a", 2.0)
+    with pytest.raises(ValueError):
+        page.claim("c", quote="q", source="s", claimed="1", derived="1", verdict="maybe", reason="r")
+
+
+def test_emitted_outputs_round_trip(glued):
+    page = Page("x")
+    page.publish("n", q(5, "GPU"), "GPU", label="gpus")
+    page.claim("c", quote="q", source="s", claimed="1", derived="1", verdict="holds", reason="r")
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("")
+    cell.outputs = [nbformat.v4.new_output("display_data", data={RESULTS_MIME: page.results,
+                                                                  "text/plain": json.dumps(page.results)}),
+                    nbformat.v4.new_output("display_data", data={CLAIMS_MIME: page.claims})]
+    nb.cells = [cell]
+    res, claims = read_outputs(nb)
+    assert res["n"]["value"] == 5 and res["n"]["unit"] == "GPU"
+    assert claims[0]["verdict"] == "holds"

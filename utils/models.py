@@ -1,0 +1,137 @@
+"""Counting a model from its catalog entry: parameters, KV-cache bytes per token, weight bytes.
+
+Every function takes a catalog model Entry (utils.catalog.model(key)) and returns quantities in the
+book's registry, so a chapter can never add bytes to parameters or forget what a number counts.
+
+Two architectures are covered, both read straight from the config fields in models.toml:
+- dense decoders with grouped-query attention (Llama 3): n_heads query heads share n_kv_heads K/V heads;
+- DeepSeek-V3-style MoE with multi-head latent attention (DeepSeek-V3, Kimi K2): low-rank Q and KV
+  projections, a cached latent of kv_lora_rank plus one shared RoPE key of qk_rope_head_dim per token,
+  n_dense_layers dense FFN layers first, then MoE layers with routed and shared SwiGLU experts.
+
+"Active" parameters are the ones multiplied per token, so forward FLOPs per token are about 2 x active:
+every attention and FFN weight a token passes through, the router and the LM head, but not the input
+embedding table, whose use is a one-row lookup. Vendors differ here (DeepSeek's README counts the
+embedding in its 36.7B), so "active_with_embedding" is returned too.
+"""
+from __future__ import annotations
+
+import pint
+
+from utils.units import Q_
+
+_SWIGLU = 3  # gate, up and down projections per FFN / expert
+
+
+def _n(m, name: str, default=None) -> int:
+    """A config integer (stored as a dimensionless quantity) as a Python int."""
+    if name not in m:
+        if default is None:
+            raise KeyError(f"model {m.key!r} has no {name!r}")
+        return default
+    v = m.q(name)
+    return int(v.magnitude) if isinstance(v, pint.Quantity) else int(v)
+
+
+def is_mla(m) -> bool:
+    """True for multi-head latent attention (DeepSeek-V3, Kimi K2): the cache holds a latent, not K and V."""
+    return "kv_lora_rank" in m
+
+
+def is_moe(m) -> bool:
+    return "n_routed_experts" in m
+
+
+def _attention_params(m) -> int:
+    """One layer's attention weights, with the norms MLA puts inside the attention block."""
+    d, h = _n(m, "d_model"), _n(m, "n_heads")
+    if not is_mla(m):
+        hd, kv = _n(m, "head_dim"), _n(m, "n_kv_heads")
+        return d * h * hd + 2 * d * kv * hd + h * hd * d          # q, k, v, o
+    q_rank, kv_rank = _n(m, "q_lora_rank", 0), _n(m, "kv_lora_rank")
+    nope, rope, vd = _n(m, "qk_nope_head_dim"), _n(m, "qk_rope_head_dim"), _n(m, "v_head_dim")
+    if q_rank:
+        q = d * q_rank + q_rank + q_rank * h * (nope + rope)       # q_a, q_a_norm, q_b
+    else:
+        q = d * h * (nope + rope)
+    kv = d * (kv_rank + rope) + kv_rank + kv_rank * h * (nope + vd)  # kv_a (latent + RoPE key), norm, kv_b
+    o = h * vd * d
+    return q + kv + o
+
+
+def param_count(m) -> dict[str, pint.Quantity]:
+    """Parameters counted from the architecture, in `parameter` units.
+
+    Keys: total, active, active_with_embedding, embedding, lm_head, attention, mlp (dense FFN layers),
+    experts (routed + shared), router (gate weights and the per-expert routing bias DeepSeek-V3-style
+    routers carry), norms. DeepSeek's multi-token-prediction module is not part of the
+    model's forward pass at inference and is excluded (the 685B on Hugging Face = 671B + 14B MTP).
+    """
+    d, layers, vocab = _n(m, "d_model"), _n(m, "n_layers"), _n(m, "vocab_size")
+    tied = bool(m.get("tied_embeddings", False))
+    embedding = vocab * d
+    lm_head = 0 if tied else vocab * d
+    attention = layers * _attention_params(m)
+    norms = layers * 2 * d + d                                     # pre-attention, pre-FFN, final
+    expert = _SWIGLU * d * _n(m, "moe_d_ff", 0)
+    if is_moe(m):
+        n_dense = _n(m, "n_dense_layers", 0)
+        n_moe = layers - n_dense
+        routed, shared, k = _n(m, "n_routed_experts"), _n(m, "n_shared_experts", 0), _n(m, "n_experts_per_token")
+        mlp = n_dense * _SWIGLU * d * _n(m, "d_ff")
+        experts = n_moe * (routed + shared) * expert
+        router = n_moe * routed * (d + 1)                          # gate weight + aux-loss-free routing bias
+        experts_active = n_moe * (k + shared) * expert
+    else:
+        mlp = layers * _SWIGLU * d * _n(m, "d_ff")
+        experts = router = experts_active = 0
+    total = embedding + lm_head + attention + norms + mlp + experts + router
+    # With tied embeddings the one matrix is also the LM head, so it is multiplied per token.
+    active = attention + norms + mlp + experts_active + router + (embedding if tied else lm_head)
+    counts = dict(total=total, active=active, active_with_embedding=active + (0 if tied else embedding),
+                  embedding=embedding, lm_head=lm_head, attention=attention, mlp=mlp, experts=experts,
+                  router=router, norms=norms)
+    return {k: Q_(v, "parameter") for k, v in counts.items()}
+
+
+def _bytes(x) -> float:
+    """Bytes per element (or per parameter): a number, or a quantity in bytes (per element/parameter)."""
+    if isinstance(x, pint.Quantity):
+        return float(x.to("byte").magnitude) if x.dimensionality == Q_(1, "byte").dimensionality \
+            else float(x.to("byte/parameter").magnitude)
+    return float(x)
+
+
+def kv_bytes_per_token(m, bytes_per_element) -> pint.Quantity:
+    """KV-cache bytes one token adds, summed over layers.
+
+    GQA: K and V for each KV head, 2 x n_layers x n_kv_heads x head_dim x bytes (only the KV heads are
+    stored, which is why using n_heads here overstates Llama-3-70B's cache 8x).
+    MLA: n_layers x (kv_lora_rank + qk_rope_head_dim) x bytes, the compressed latent plus the decoupled
+    RoPE key shared by all heads; K and V are rebuilt from the latent at attention time.
+    """
+    b, layers = _bytes(bytes_per_element), _n(m, "n_layers")
+    if is_mla(m):
+        per_layer = _n(m, "kv_lora_rank") + _n(m, "qk_rope_head_dim")
+    else:
+        per_layer = 2 * _n(m, "n_kv_heads") * _n(m, "head_dim")
+    return Q_(layers * per_layer * b, "byte/token")
+
+
+def kv_bytes_per_token_mha(m, bytes_per_element) -> pint.Quantity:
+    """What the cache would be with full multi-head K and V, one K and one V per query head.
+
+    The baseline that GQA and MLA are compared against: 2 x n_layers x n_heads x head_dim x bytes for a
+    GQA model; for an MLA model each head's K is qk_nope + qk_rope wide and its V v_head_dim wide.
+    """
+    b, layers, h = _bytes(bytes_per_element), _n(m, "n_layers"), _n(m, "n_heads")
+    if is_mla(m):
+        per_layer = h * (_n(m, "qk_nope_head_dim") + _n(m, "qk_rope_head_dim") + _n(m, "v_head_dim"))
+    else:
+        per_layer = 2 * h * _n(m, "head_dim")
+    return Q_(layers * per_layer * b, "byte/token")
+
+
+def weight_bytes(m, bytes_per_param) -> pint.Quantity:
+    """Bytes to hold every weight (total parameters, not active: storage follows the total)."""
+    return (param_count(m)["total"] * Q_(_bytes(bytes_per_param), "byte/parameter")).to("byte")

@@ -1,0 +1,96 @@
+"""Publishing a chapter's numbers: glue for the prose, and a machine-readable record in the outputs.
+
+    from utils.results import Page
+    page = Page("six-nd")
+    page.text("n_params", N)                       # a number the prose uses: glued, not published
+    page.publish("train_flops", C, "FLOP", label="Training compute")   # a headline result
+    page.claim("train-flops", quote=..., source=..., claimed=..., derived=..., verdict="holds", reason=...)
+    page.emit()                                    # last cell (tagged remove-cell): the JSON record
+
+`emit` displays two JSON outputs that the re-derive command and the book's index pages read from a
+notebook: RESULTS_MIME = {name: {"value": float, "unit": str, "kind": "derived"|"measured", "label"}},
+CLAIMS_MIME = [{name, quote, source, claimed, derived, verdict, reason}]. Every value is formatted by
+utils.units.fmt before glue, so MyST-NB never sees a numpy scalar.
+"""
+from __future__ import annotations
+
+import json
+
+from utils.units import fmt, pct
+
+RESULTS_MIME = "application/vnd.aibook.results+json"
+CLAIMS_MIME = "application/vnd.aibook.claims+json"
+VERDICTS = ("holds", "holds under an assumption", "wrong")
+RESULT_KINDS = ("derived", "measured")
+
+
+class _Text(str):
+    """A str whose repr is itself, so {glue:text} shows 6.30e24 FLOP, not '6.30e24 FLOP'."""
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def _glue(name: str, text: str) -> None:
+    from myst_nb import glue  # imported late: tests and the CLI use this module without a kernel
+    glue(name, _Text(text), display=False)
+
+
+def _as_record(x, unit: str | None) -> dict:
+    if hasattr(x, "units"):
+        x = x.to(unit) if unit else x
+        return {"value": float(x.magnitude), "unit": "" if x.unitless else f"{x.units:~C}"}
+    return {"value": float(x), "unit": unit or ""}
+
+
+class Page:
+    def __init__(self, slug: str):
+        self.slug = slug
+        self.results: dict[str, dict] = {}
+        self.claims: list[dict] = []
+        self._glued: dict[str, str] = {}
+
+    def text(self, name: str, x, unit: str | None = None, *, percent: bool = False, **fmt_args) -> str:
+        """Glue a formatted number for the prose ({glue:text}`name`) and return the text."""
+        if name in self._glued:
+            raise ValueError(f"glue key {name!r} used twice on {self.slug}")
+        text = x if isinstance(x, str) else (pct(x, **fmt_args) if percent else fmt(x, unit, **fmt_args))
+        self._glued[name] = text
+        _glue(name, text)
+        return text
+
+    def publish(self, name: str, x, unit: str | None = None, *, label: str, kind: str = "derived",
+                **fmt_args) -> str:
+        """A headline result: glued under `name` and recorded machine-readably in `unit`."""
+        if kind not in RESULT_KINDS:
+            raise ValueError(f"kind must be one of {RESULT_KINDS}")
+        record = _as_record(x, unit)
+        self.results[name] = {**record, "kind": kind, "label": label}
+        return self.text(name, x, unit, **fmt_args)
+
+    def claim(self, name: str, *, quote: str, source: str, claimed: str, derived: str,
+              verdict: str, reason: str) -> None:
+        """A claim from the source documents and the book's verdict on it (shown on the claims page)."""
+        if verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS}")
+        self.claims.append(dict(name=name, quote=quote, source=source, claimed=claimed,
+                                derived=derived, verdict=verdict, reason=reason))
+        self.text(f"claim-{name}-quote", quote)
+
+    def emit(self):
+        """Display the machine-readable record (the last cell of every chapter)."""
+        from IPython.display import display
+        display({RESULTS_MIME: self.results,
+                 "text/plain": json.dumps(self.results, indent=1, sort_keys=True)}, raw=True)
+        display({CLAIMS_MIME: self.claims,
+                 "text/plain": json.dumps(self.claims, indent=1, sort_keys=True)}, raw=True)
+
+
+def read_outputs(nb) -> tuple[dict, list]:
+    """The results and claims a notebook (an nbformat node) emitted, from its outputs."""
+    results, claims = {}, []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            results.update(data.get(RESULTS_MIME, {}))
+            claims.extend(data.get(CLAIMS_MIME, []))
+    return results, claims
