@@ -1,0 +1,332 @@
+"""The measurement harness without a GPU: the whole record path end to end with a fake timer (every
+registered measurement, tiny sizes, CPU tensors, Triton under the interpreter), the schema and its
+validator, the command line's errors, and every committed record under book/measurements/.
+
+What is left untested here is the timing itself (utils.measure.CudaRuntime)."""
+import ast
+import copy
+import io
+import json
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from utils import measure as M
+
+ROOT = Path(__file__).resolve().parent.parent
+NAMES = list(M.REGISTRY)
+FILE = re.compile(r"^(?P<name>[a-z0-9-]+)--(?P<gpu>[a-z0-9-]+)--(?P<stamp>\d{8}T\d{6}Z)\.json$")
+
+
+def fake_run(out: Path, argv=(), **fake) -> tuple[int, str, str]:
+    stdout, stderr = io.StringIO(), io.StringIO()
+    rc = M.main(["--out", str(out), *argv], runtime=M.FakeRuntime(**fake), mode="tiny", stdout=stdout,
+                stderr=stderr)
+    return rc, stdout.getvalue(), stderr.getvalue()
+
+
+@pytest.fixture(scope="module")
+def full_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("records")
+    rc, stdout, stderr = fake_run(out)
+    records = {p.name: json.loads(p.read_text()) for p in sorted(out.glob("*.json"))}
+    return rc, stdout, stderr, records
+
+
+def test_every_measurement_writes_one_valid_record(full_run):
+    rc, stdout, stderr, records = full_run
+    assert rc == 0, stderr
+    assert sorted(r["name"] for r in records.values()) == sorted(NAMES)
+    run_ids = {r["provenance"]["run_id"] for r in records.values()}
+    assert len(run_ids) == 1, "one run, one timestamp"
+    for fname, rec in records.items():
+        match = FILE.match(fname)
+        assert match, fname
+        assert (match["name"], match["gpu"], match["stamp"]) == (
+            rec["name"], rec["provenance"]["gpu_slug"], rec["provenance"]["run_id"])
+        M.validate(rec)
+        assert M.errors(rec) == []
+
+
+def test_records_carry_counts_samples_ceilings_and_provenance(full_run):
+    *_, records = full_run
+    ceilings = {json.dumps(r["ceilings"], sort_keys=True) for r in records.values()}
+    assert len(ceilings) == 1, "every record of a run stores the same two ceilings"
+    for rec in records.values():
+        m = M.REGISTRY[rec["name"]]
+        assert rec["sizes"] == m.sizes["tiny"] and rec["mode"] == "tiny"
+        assert rec["command"].startswith("python3 -m utils.measure --out ")
+        assert rec["method"]["timer"] == "fake" and rec["method"]["statistic"] == "median"
+        assert rec["headline"] in rec["metrics"]
+        variants = {r["variant"] for r in rec["results"]}
+        assert {c["variant"] for c in rec["checks"]} == variants, "every timed variant was checked first"
+        for r in rec["results"]:
+            assert r["bytes"] == m.bytes(r["size"], r["variant"]) and r["flops"] == m.flops(r["size"], r["variant"])
+            assert len(r["samples_s"]) == M.SETTINGS["tiny"].min_reps
+            assert r["median_s"] == sorted(r["samples_s"])[len(r["samples_s"]) // 2]
+        p = rec["provenance"]
+        assert p["gpu"] == "Fake GPU (test)" and p["driver"]  # "unknown" where nvidia-smi is absent
+        assert re.fullmatch(r"[0-9a-f]{40}|unknown", p["git_commit"])
+        for key in ("torch", "triton", "python", "cuda", "date"):
+            assert p[key]
+
+
+def test_the_measurements_count_what_they_say():
+    s = {"m": 4, "k": 8, "n": 16}
+    sweep, mm = M.REGISTRY["gemm-batch-sweep"], M.REGISTRY["matmul-rate"]
+    assert sweep.flops(s, "bf16") == 2 * 4 * 8 * 16
+    assert sweep.bytes(s, "bf16") == 2 * (8 * 16 + 4 * 8 + 4 * 16)      # W once, x, y
+    assert mm.bytes(s, "fp8") == (4 * 8 + 8 * 16) + 2 * 4 * 16           # fp8 in, bf16 out
+    assert M.REGISTRY["copy-bandwidth"].bytes({"n": 10, "dtype": "float32"}, "torch") == 80  # read + write
+    assert M.REGISTRY["host-device-copy"].bytes({"n": 10, "dtype": "float32"}, "h2d-pinned") == 40
+    full = M.REGISTRY["gemm-batch-sweep"].sizes["full"]
+    ms = [s["m"] for s in full]
+    assert ms[0] == 1 and ms[-1] == 4096 and all(s["k"] * s["n"] * 2 >= 100e6 for s in full)
+    big = M.REGISTRY["copy-bandwidth"].sizes["full"]
+    assert all(2 * s["n"] * 4 >= 2**31 for s in big), "copies of at least a GiB a buffer, far past the L2"
+
+
+def test_the_table_is_printed_last(full_run):
+    _, stdout, stderr, records = full_run
+    lines = stdout.rstrip("\n").splitlines()
+    assert lines[0].split()[:3] == ["measurement", "metric", "median"]
+    for name in NAMES:
+        row = next(line for line in lines if line.startswith(name + " "))
+        assert any(f in row for f in records), f"{name}'s row names its record file"
+    assert lines[-1].startswith("ceilings: copy ") and "bf16 matmul" in lines[-1] and "FLOP/B" in lines[-1]
+    assert len(lines) == len(NAMES) + 3
+    assert "the ceilings" in stderr and "check" not in stdout.lower()
+
+
+def test_fp8_unavailable_is_recorded_as_skipped(tmp_path):
+    rc, _, _ = fake_run(tmp_path, ["--only", "matmul-rate"], fp8=False)
+    assert rc == 0
+    (path,) = tmp_path.glob("matmul-rate--*.json")
+    rec = json.loads(path.read_text())
+    assert [s["variant"] for s in rec["skipped"]] == ["fp8"] and rec["skipped"][0]["reason"]
+    assert {r["variant"] for r in rec["results"]} == {"bf16"} and "fp8_rate" not in rec["metrics"]
+
+
+def test_fp8_runs_where_scaled_mm_works(full_run):
+    *_, records = full_run
+    (rec,) = [r for r in records.values() if r["name"] == "matmul-rate"]
+    if rec["skipped"]:
+        pytest.skip(f"torch._scaled_mm does not work on this CPU: {rec['skipped'][0]['reason']}")
+    assert "fp8_rate" in rec["metrics"]
+
+
+def test_a_failed_check_writes_no_record(tmp_path, monkeypatch):
+    import utils.kernels
+    monkeypatch.setattr(utils.kernels, "tick", lambda counter: None)       # launches that do nothing
+    rc, stdout, stderr = fake_run(tmp_path, ["--only", "launch-overhead"])
+    assert rc == 1
+    assert list(tmp_path.glob("*.json")) == [], "the ceilings run anyway but only selected records are written"
+    assert "launch-overhead    FAILED" in stdout and "check failed" in stdout
+
+
+def test_failed_ceilings_write_nothing(tmp_path, monkeypatch):
+    import utils.kernels
+
+    def half_copy(src, out=None, **kw):
+        out[: src.numel() // 2] = src[: src.numel() // 2]              # leaves half the output unwritten
+        return out
+    monkeypatch.setattr(utils.kernels, "copy", half_copy)
+    rc, stdout, stderr = fake_run(tmp_path, ["--only", "host-device-copy"])
+    assert rc == 1 and list(tmp_path.glob("*.json")) == []
+    assert "the ceilings could not be measured" in stderr
+    assert "not written: the ceilings were not measured" in stdout
+
+
+# --- the schema and its validator ------------------------------------------------------------------
+
+@pytest.fixture
+def record(full_run):
+    *_, records = full_run
+    return copy.deepcopy(next(r for r in records.values() if r["name"] == "gemm-batch-sweep"))
+
+
+@pytest.mark.parametrize("field", M.schema()["required"])
+def test_a_record_missing_a_field_fails(record, field):
+    del record[field]
+    with pytest.raises(M.SchemaError, match=f"missing field '{field}'"):
+        M.validate(record)
+
+
+@pytest.mark.parametrize("edit,message", [
+    (lambda r: r["provenance"].pop("git_commit"), "missing field 'git_commit'"),
+    (lambda r: r["results"][0].pop("samples_s"), "missing field 'samples_s'"),
+    (lambda r: r["results"][0].update(median_s=r["results"][0]["median_s"] * 1.1), "not the median"),
+    (lambda r: r["results"][0].update(bandwidth=1.0), "bandwidth is not bytes / median_s"),
+    (lambda r: r["results"][0]["samples_s"].append(-1.0), "<= 0"),
+    (lambda r: r["results"].clear(), "fewer than 1 items"),
+    (lambda r: r.update(headline="nope"), "is not one of the metrics"),
+    (lambda r: r.update(extra=1), "unknown field 'extra'"),
+    (lambda r: r["checks"][0].update(passed=False), "is not one of"),
+    (lambda r: r["units"].update(bandwidth="GB/s"), "is not one of"),
+    (lambda r: r["provenance"].update(date="yesterday"), "does not match"),
+    (lambda r: r["ceilings"]["copy_bandwidth"].update(value="fast"), "expected number"),
+    (lambda r: r.update(mode="full"), "a fake timer can only write a 'tiny' record"),
+    (lambda r: r["results"][0].update(calls=True), "expected integer"),
+])
+def test_a_tampered_record_fails(record, edit, message):
+    edit(record)
+    with pytest.raises(M.SchemaError, match=re.escape(message)):
+        M.validate(record)
+
+
+def test_the_schema_is_json_schema_and_agrees_with_the_validator(full_run, record):
+    jsonschema = pytest.importorskip("jsonschema")
+    *_, records = full_run
+    jsonschema.Draft202012Validator.check_schema(M.schema())
+    for rec in records.values():
+        jsonschema.validate(rec, M.schema())
+    del record["provenance"]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(record, M.schema())
+
+
+def test_every_committed_record_is_valid_and_real():
+    """Records come only from GPU runs; none is typed by hand (and there may be none yet)."""
+    for path in sorted((ROOT / "book" / "measurements").glob("*.json")):
+        rec = json.loads(path.read_text())
+        M.validate(rec)
+        assert FILE.match(path.name) and M.record_filename(rec) == path.name, path.name
+        assert rec["method"]["timer"] == "cuda-events", f"{path.name} was not timed on a GPU"
+
+
+# --- the command line -------------------------------------------------------------------------------
+
+def run_cli(*args, env_extra=None):
+    env = {k: v for k, v in __import__("os").environ.items() if k != "TRITON_INTERPRET"}
+    env.update(env_extra or {})
+    return subprocess.run([sys.executable, "-m", "utils.measure", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, env=env)
+
+
+def test_without_a_gpu_it_says_so_in_one_line_and_exits_2():
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA GPU")
+    run = run_cli()
+    assert run.returncode == 2
+    assert run.stdout == "" and len(run.stderr.strip().splitlines()) == 1
+    assert "no CUDA GPU" in run.stderr
+
+
+@pytest.mark.parametrize("args", [["--only", "nope"], ["--bogus"], ["--quick", "extra"], ["--only"]])
+def test_bad_arguments_one_line_exit_2(args, capsys):
+    assert M.main(args) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and err.startswith("utils.measure: ")
+
+
+def test_list_and_help(capsys):
+    assert M.main(["--list"]) == 0
+    out = capsys.readouterr().out
+    assert [line.split()[0] for line in out.splitlines()] == NAMES
+    assert M.main(["--help"]) == 0
+    assert "--quick" in capsys.readouterr().out
+
+
+def test_the_no_gpu_reasons(monkeypatch):
+    import torch
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert "is_available() is False" in M._no_gpu_reason()
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    assert "TRITON_INTERPRET" in M._no_gpu_reason()
+    monkeypatch.delenv("TRITON_INTERPRET")
+    assert M._no_gpu_reason() is None
+    monkeypatch.setitem(sys.modules, "torch", None)
+    assert "torch is not installed" in M._no_gpu_reason()
+
+
+# --- small parts ------------------------------------------------------------------------------------
+
+def test_choose_reps():
+    s = M.Settings(warmup=1, warmup_s=0, min_reps=10, max_reps=100, target_s=1.0)
+    assert M.choose_reps(1e-3, s) == 100 and M.choose_reps(0.05, s) == 20 and M.choose_reps(5.0, s) == 10
+    assert M.choose_reps(0.0, s) == 100 and M.choose_reps(math.nan, s) == 100
+
+
+def test_rotation_beats_the_cache():
+    rt = M.FakeRuntime(l2=50 * 2**20)
+    assert M.rotation(rt, 2**30) == 1
+    n = M.rotation(rt, 128 * 2**20)
+    assert n * 128 * 2**20 >= 4 * 50 * 2**20 and n == 2
+    assert M.rotation(rt, 1) == 8, "capped"
+
+
+def test_human():
+    assert M.human(4.3e12, "B/s") == "4.30 TB/s"
+    assert M.human(7.88e14, "FLOP/s") == "788 TFLOP/s"
+    assert M.human(5.1e-6, "s") == "5.10 us"
+    assert M.human(0, "B/s") == "0 B/s"
+    assert M.human(206.4, "") == "206"
+
+
+def test_provenance_fallbacks(monkeypatch):
+    monkeypatch.setattr(M, "_run_text", lambda cmd: None)
+    assert M.git_state() == ("unknown", None)
+    assert M.driver_version() == "unknown"
+    monkeypatch.setattr(M, "_run_text", lambda cmd: "580.159.04\n580.159.04" if cmd[0] == "nvidia-smi" else "x")
+    assert M.driver_version() == "580.159.04"
+    assert M.git_state() == ("unknown", None)
+
+
+def test_slug():
+    assert M.slug("NVIDIA H200") == "nvidia-h200"
+    assert M.slug("NVIDIA A100-SXM4-80GB") == "nvidia-a100-sxm4-80gb"
+    assert M.slug("???") == "unknown"
+
+
+def test_registry_refuses_duplicates_and_missing_modes():
+    m = M.REGISTRY["copy-bandwidth"]
+    with pytest.raises(ValueError, match="twice"):
+        M.register(m)
+    with pytest.raises(ValueError, match="every mode"):
+        M.register(M.Measurement(**{**m.__dict__, "name": "x", "sizes": {"full": []}}))
+
+
+def test_live_returns_an_unwritten_record():
+    rec = M.live("copy-bandwidth", runtime=M.FakeRuntime(), mode="tiny")
+    assert rec["ceilings"] is None and rec["metrics"]["bandwidth"]["value"] > 0
+    with pytest.raises(KeyError):
+        M.live("nope", runtime=M.FakeRuntime())
+
+
+# --- what the GPU machine has: the standard library, numpy, torch and triton ------------------------
+
+HARNESS = [ROOT / "utils" / "measure.py", *sorted((ROOT / "utils" / "kernels").glob("*.py"))]
+
+
+@pytest.mark.parametrize("path", HARNESS, ids=lambda p: p.name)
+def test_the_harness_imports_only_what_the_gpu_machine_has(path):
+    allowed = set(sys.stdlib_module_names) | {"numpy", "torch", "triton", "utils"}
+    tree = ast.parse(path.read_text())
+    mods = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    mods |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    bad = {m for m in mods if m.split(".")[0] not in allowed or (m.startswith("utils") and m not in
+                                                                   ("utils.kernels", "utils.kernels.copy"))}
+    assert not bad, f"{path.name} imports {sorted(bad)}"
+
+
+def test_the_harness_runs_without_pint():
+    code = ("import sys; sys.modules['pint'] = None; sys.modules['sympy'] = None; "
+            "import utils.measure, utils.kernels; print(len(utils.measure.REGISTRY))")
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip() == str(len(NAMES))
+
+
+def test_a_graph_capture_that_fails_is_recorded_as_skipped():
+    class NoGraphs(M.FakeRuntime):
+        def graph(self, fn):
+            raise RuntimeError("capture refused")
+    rec = M.measure(M.REGISTRY["launch-overhead"], NoGraphs(), "tiny")
+    assert rec["skipped"] == [{"variant": "triton-graph", "reason": "CUDA graph capture failed: RuntimeError: capture refused"}]
+    assert "graph_replay_per_launch" not in rec["metrics"] and "launch_triton" in rec["metrics"]
