@@ -61,3 +61,12 @@ def test_undefined_and_duplicate_symbols_are_errors():
 def test_as_float():
     assert as_float(q(1, "TB/s"), "GB/s") == pytest.approx(1000)
     assert as_float(2) == 2.0
+
+
+def test_a_catalog_value_brings_its_kind_and_source():
+    from utils import catalog
+    ch = Chain()
+    peak = ch.given("R", catalog.accelerator("h100-sxm")["bf16_dense"], "dense bf16 peak")
+    assert peak.to("TFLOP/s").m == pytest.approx(989.4)
+    row = ch.rows[0]
+    assert row.kind == "spec" and "datasheet" in row.source.lower() and "read 2026" in row.source

@@ -52,7 +52,10 @@ class Chain:
 
     def given(self, name: str, value, label: str = "", *, kind: str = "", source: str = "",
               digits: int = 3):
-        """An input: a pint quantity (or a plain number) with its label, kind and source."""
+        """An input: a pint quantity (or a plain number) with its label, kind and source. A catalog
+        Value (catalog.accelerator("h100-sxm")["bf16_dense"]) brings its own kind and source."""
+        if hasattr(value, "source") and hasattr(value, "q"):
+            kind, source, value = kind or value.kind, source or value.cite, value.q
         value = value if hasattr(value, "units") else Q_(value, "")
         self.rows.append(Row(self._symbol(name), value, label, kind=kind, source=source, digits=digits))
         self._values[name] = value
