@@ -53,3 +53,12 @@ def test_emitted_outputs_round_trip(glued):
     res, claims = read_outputs(nb)
     assert res["n"]["value"] == 5 and res["n"]["unit"] == "GPU"
     assert claims[0]["verdict"] == "holds"
+
+
+@pytest.mark.parametrize("text", ["1,280", "1.000000", "6.30e24 FLOP", "40%", "8", "(a)", "it's"])
+def test_glued_text_renders_exactly_as_formatted(text):
+    # What MyST-NB does with a glued value's text/plain before {glue:text} shows it.
+    from IPython.core.formatters import format_display_data
+    from myst_nb.core.variables import format_plain_text
+    plain = format_display_data(str(text))[0]["text/plain"]
+    assert format_plain_text(plain, "") == text

@@ -24,15 +24,11 @@ VERDICTS = ("holds", "holds under an assumption", "wrong")
 RESULT_KINDS = ("derived", "measured")
 
 
-class _Text(str):
-    """A str whose repr is itself, so {glue:text} shows 6.30e24 FLOP, not '6.30e24 FLOP'."""
-    def __repr__(self) -> str:
-        return str(self)
-
-
 def _glue(name: str, text: str) -> None:
+    # A plain str: its text/plain is the quoted repr, which MyST-NB literal_evals back to exactly this
+    # text. (An unquoted "1,280" would come back as the tuple (1, 280).)
     from myst_nb import glue  # imported late: tests and the CLI use this module without a kernel
-    glue(name, _Text(text), display=False)
+    glue(name, str(text), display=False)
 
 
 def _as_record(x, unit: str | None) -> dict:
