@@ -45,10 +45,7 @@ test: $(VENV)/.test book-strict
 	    --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider $(CHAPTERS) $(GENERATED)
 
 notebooks: $(VENV)/.test
-	for nb in $(CHAPTERS) $(GENERATED); do \
-	    echo "executing $$nb"; \
-	    $(VENV)/bin/jupyter execute --inplace --timeout=600 "$$nb"; \
-	done
+	$(PY) -m utils.execute $(CHAPTERS) $(GENERATED)
 
 # No venv here on purpose: the GPU machines that measure have torch and triton but no registry access,
 # and the harness imports only the standard library, numpy, torch and triton.

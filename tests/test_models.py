@@ -113,3 +113,13 @@ def test_results_keep_their_dimensions():
         kv_bytes_per_token(m, 2) + param_count(m)["total"]
     with pytest.raises(DimensionalityError):
         weight_bytes(m, 2) + param_count(m)["total"]
+
+
+def test_kv_term_intensity_gqa_and_mla():
+    from utils.models import kv_term_intensity, kv_copies
+    llama = catalog.model("llama-3-70b")
+    # 64 query heads x 128 x 4 FLOPs over 2 x 8 x 128 bf16 elements = 32768 / 4096 = 8 FLOP/byte
+    assert kv_term_intensity(llama, 2).to("FLOP/byte").m == pytest.approx(8.0)
+    ds = catalog.model("deepseek-v3")
+    assert kv_term_intensity(ds, 2).to("FLOP/byte").m == pytest.approx(2 * 128 * (2 * 512 + 64) / ((512 + 64) * 2))
+    assert kv_copies(llama, 8) == 1.0 and kv_copies(llama, 16) == 2.0 and kv_copies(ds, 8) == 8.0

@@ -135,3 +135,28 @@ def kv_bytes_per_token_mha(m, bytes_per_element) -> pint.Quantity:
 def weight_bytes(m, bytes_per_param) -> pint.Quantity:
     """Bytes to hold every weight (total parameters, not active: storage follows the total)."""
     return (param_count(m)["total"] * Q_(_bytes(bytes_per_param), "byte/parameter")).to("byte")
+
+
+def kv_term_intensity(m, bytes_per_element) -> pint.Quantity:
+    """Decode attention FLOPs per byte of KV cache read (FLOP/byte): fixed by the architecture, not by
+    the batch, which is why the KV term never climbs toward the ridge the way the weight term does.
+    GQA: QK^T and AV for every query head (4 H d_h FLOPs per cached token and layer) over one K and one V
+    per KV head (2 H_kv d_h elements). MLA, absorbed as serving engines run decode: 2 H (2 r + r_rope)
+    FLOPs over the cached latent and RoPE key (r + r_rope elements)."""
+    h = _n(m, "n_heads")
+    if is_mla(m):
+        r, rope = _n(m, "kv_lora_rank"), _n(m, "qk_rope_head_dim")
+        flops, elements = 2 * h * (2 * r + rope), r + rope
+    else:
+        d_head, h_kv = _n(m, "head_dim"), _n(m, "n_kv_heads")
+        flops, elements = 4 * h * d_head, 2 * h_kv * d_head
+    return Q_(flops / (elements * _bytes(bytes_per_element)), "FLOP/byte")
+
+
+def kv_copies(m, gpus: int) -> float:
+    """Copies of each token's KV a tensor-parallel group of `gpus` keeps: KV heads are split over the
+    GPUs and copied once the GPUs outnumber them; an MLA latent is shared by all heads, so every GPU
+    keeps all of it."""
+    if is_mla(m):
+        return float(gpus)
+    return max(1.0, gpus / _n(m, "n_kv_heads"))
