@@ -45,7 +45,7 @@ def test_solve_shows_closed_form_and_evaluates():
 def test_markdown_table_has_formula_substitution_and_result():
     md = six_nd()._repr_markdown_()
     assert "$C = k N D$" in md
-    assert r"\text{7.00e10 parameter}" in md
+    assert r"\text{7.00e10 parameters}" in md
     assert "**6.30e24 FLOP**" in md
     assert "spec · claim" in md
 

@@ -45,7 +45,8 @@ def test_one_registry():
 def test_fmt_styles():
     assert fmt(q(6.3e24, "FLOP")) == "6.30e24 FLOP"
     assert fmt(q(989.4e12, "FLOP/s"), style="eng") == "989 TFLOP/s"
-    assert fmt(q(6200, "GPU")) == "6,200 GPU"
+    assert fmt(q(6200, "GPU")) == "6,200 GPUs" and fmt(q(1, "GPU")) == "1 GPU"
+    assert fmt(q(2048, "token")) == "2,048 tokens" and fmt(q(4.2e11, "FLOP/token")) == "4.20e11 FLOP/token"
     assert fmt(q(3.35, "TB/s"), "GB/s") == "3,350 GB/s"
     assert fmt(q(1, "GB"), "GiB") == "0.931 GiB"
     assert fmt(0.5) == "0.500"

@@ -54,6 +54,11 @@ def q(value, unit: str = "") -> pint.Quantity:
     return Q_(value, unit)
 
 
+# Counting units read as nouns in prose: 8,192 GPUs, 2,048 tokens (a compound unit stays singular).
+_PLURAL = {"token": "tokens", "parameter": "parameters", "GPU": "GPUs", "node": "nodes",
+           "request": "requests", "sequence": "sequences"}
+
+
 def fmt(x, unit: str | None = None, digits: int = 3, style: str = "auto") -> str:
     """Format a number or a quantity for prose and tables; the book's one formatter.
 
@@ -84,6 +89,8 @@ def fmt(x, unit: str | None = None, digits: int = 3, style: str = "auto") -> str
         text = _plain(magnitude, digits)
     else:
         raise ValueError(f"unknown style {style!r}")
+    if unit_text in _PLURAL and magnitude != 1:
+        unit_text = _PLURAL[unit_text]
     return f"{text} {unit_text}".strip()
 
 
