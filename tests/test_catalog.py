@@ -11,7 +11,7 @@ from utils.catalog.tables import format_value, markdown_table
 from utils.units import Q_, DimensionalityError
 
 TODAY = dt.date(2026, 11, 29)
-KINDS = ("accelerator", "interconnect", "model")
+KINDS = ("accelerator", "interconnect", "model", "run")
 PRECISIONS = ("tf32", "bf16", "fp8", "fp4")
 REL = 1e-4  # vendors print sparse rates rounded from the exact product: 2 x 1,307.43 = 2,614.9
 
@@ -170,3 +170,42 @@ def test_format_value():
     assert format_value(Q_(80, "GB")) == "80 GB"
     assert format_value(Q_(128256, "")) == "128,256"
     assert format_value(False) == "no"
+
+
+def test_run_entries_are_sourced_published_figures():
+    """A run's figures are what its paper or model card printed: each with a source, and a note naming where."""
+    assert {"llama-3-405b-pretraining", "llama-3-70b-pretraining"} <= set(catalog.keys("run"))
+    for key in catalog.keys("run"):
+        e = catalog.run(key)
+        for name, v in e.values.items():
+            assert v.source.id in catalog.sources("run") and v.source.url.startswith("https://"), f"{key}.{name}"
+            assert v.kind == "spec" and v.note.strip(), f"{key}.{name}: a run figure needs the section it is printed in"
+        assert e.q("model") in catalog.keys("model"), key
+        assert e.q("accelerator") in catalog.keys("accelerator"), key
+
+
+def test_llama3_405b_run_is_consistent():
+    run = catalog.run("llama-3-405b-pretraining")
+    n = catalog.model(run.q("model")).q("params_total").to("parameter").magnitude
+    d = run.q("tokens").to("token").magnitude
+    assert (n, d) == (405e9, 15.6e12)
+    # The paper's 3.8e25 FLOPs is 6ND on its own parameters and tokens, to within 1%.
+    assert 6 * n * d == pytest.approx(run.q("train_flops").to("FLOP").magnitude, rel=0.01)
+    assert run.q("interruptions_planned") + run.q("interruptions_unexpected") == run.q("interruptions")
+    peak = catalog.accelerator(run.q("accelerator")).q("bf16_dense")
+    for i in (1, 2, 3):
+        row = {f: run.q(f"table4_row{i}_{f}").magnitude for f in ("gpus", "tp", "cp", "pp", "dp")}
+        assert row["tp"] * row["cp"] * row["pp"] * row["dp"] == row["gpus"], i
+        # Table 4's MFU is its per-GPU rate over the dense bf16 peak, printed to a percentage point.
+        mfu = (run.q(f"table4_row{i}_tflops_per_gpu") / peak).to("").magnitude
+        assert mfu == pytest.approx(run.q(f"table4_row{i}_mfu").magnitude, abs=0.006), i
+
+
+def test_transposed_table_lists_every_field_of_every_entry():
+    from utils.catalog.tables import markdown_table
+    text = markdown_table("run", transpose=True)
+    for key in catalog.keys("run"):
+        e = catalog.entry("run", key)
+        assert f"`{key}`" in text
+        for field in e.values:
+            assert f"| {field} |" in text

@@ -157,6 +157,10 @@ def price(key: str) -> Entry:
     return entry("price", key)
 
 
+def run(key: str) -> Entry:
+    return entry("run", key)
+
+
 def sources(kind: str) -> dict[str, Source]:
     """Every source cited by a kind's values, by id."""
     return {v.source.id: v.source for e in _load(kind).values() for v in e.values.values()}

@@ -72,8 +72,10 @@ def fields_of(kind: str) -> list[str]:
     return ordered + sorted(present - set(ordered))
 
 
-def markdown_table(kind: str, fields: list[str] | None = None, notes: bool = True) -> str:
-    """The kind's entries as a Markdown table with numbered source references (and, with notes, each note)."""
+def markdown_table(kind: str, fields: list[str] | None = None, notes: bool = True,
+                   transpose: bool = False) -> str:
+    """The kind's entries as a Markdown table with numbered source references (and, with notes, each note);
+    `transpose` gives one table per entry with a row per field."""
     if kind not in catalog.kinds():
         raise catalog.CatalogKeyError(f"unknown catalog kind {kind!r}; valid: {', '.join(catalog.kinds())}")
     keys = catalog.keys(kind)
@@ -88,6 +90,17 @@ def markdown_table(kind: str, fields: list[str] | None = None, notes: bool = Tru
             footnotes.append(f"- [{numbers[src.id]}] {_esc(src.title)}, <{src.url}>, read {src.read}.")
         mark = "" if value.kind == "spec" else f" ({value.kind})"
         return f"{_esc(format_value(value.q))}{mark} [{numbers[src.id]}]"
+
+    if transpose:  # one table per entry, a row per field: for kinds with few entries and many fields
+        blocks = []
+        for key in keys:
+            e = catalog.entry(kind, key)
+            rows = [f"| {f} | {ref(e[f])}"
+                    + (" (alt. " + "; ".join(ref(a) for a in e[f].alternatives) + ")" if e[f].alternatives else "")
+                    + f" | {_esc(e[f].note) if notes else ''} |" for f in fields if f in e]
+            blocks.append(f"**`{key}`: {_esc(e.name)}**\n\n| field | value [source] | note |\n|---|---|---|\n"
+                          + "\n".join(rows))
+        return "\n\n".join(blocks) + "\n\nSources:\n\n" + "\n".join(footnotes) + "\n"
 
     lines = ["| key | name | " + " | ".join(fields) + " |",
              "|" + "---|" * (len(fields) + 2)]
