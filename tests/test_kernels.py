@@ -5,6 +5,8 @@ every CUDA source compiled with nvcc where nvcc is on the machine.
 The method is the book's: fresh random inputs (never zeros), outputs poisoned before the run and checked
 written everywhere, the relative-error norm against a float64 reference. (No kernel here uses tl.dot;
 if one does, test it in fp16 or fp32 only: under the interpreter tl.dot on bf16 returns garbage.)
+Tolerances on the relative-error norm: float32 far under 1e-5, float16 under 1e-3, bfloat16 under 1e-2,
+each against a float64 reference computed from the same input values.
 """
 import os
 import shutil
@@ -14,7 +16,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from utils.kernels import DEFAULT_BLOCK, copy, tick
+from utils.kernels import DEFAULT_BLOCK, chain_reference, copy, eager_chain, fused_chain, softmax, tick
+from utils.kernels.softmax import MAX_COLS, block_size, num_warps
 
 ROOT = Path(__file__).resolve().parent.parent
 CUDA_SOURCES = sorted((ROOT / "utils" / "cuda").glob("*.cu"))
@@ -111,3 +114,119 @@ def test_cuda_sources_compile(source, tmp_path):
 
 def test_there_is_a_cuda_source():
     assert CUDA_SOURCES, "utils/cuda/ holds no .cu file"
+
+
+# --- fused softmax --------------------------------------------------------------------------------
+
+TOL = {torch.float32: 1e-5, torch.float16: 1e-3, torch.bfloat16: 1e-2}
+
+
+def logits(rows: int, cols: int, dtype: torch.dtype, scale: float = 4.0) -> torch.Tensor:
+    return (scale * torch.randn(rows, cols)).to(dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("rows,cols", [(1, 1), (5, 37), (3, 1000), (2, 1024), (2, 4097)])
+def test_softmax_matches_float64_and_writes_every_element(dtype, rows, cols):
+    x = logits(rows, cols, dtype)
+    ref = torch.softmax(x.double(), dim=-1)
+    out = torch.full_like(x, float("nan"))
+    assert softmax(x, out) is out
+    assert bool(torch.isfinite(out).all()), "some elements were never written"
+    assert rel_err(out, ref) < TOL[dtype]
+    assert torch.allclose(out.double().sum(-1), torch.ones(rows, dtype=torch.float64), atol=10 * TOL[dtype] * cols ** 0.5)
+
+
+def test_softmax_does_not_overflow_on_large_logits_and_honours_masked_entries():
+    x = torch.tensor([[1000.0, 999.0, 998.0, -float("inf")], [-1e4, 0.0, 1e4, 5.0]])
+    out = softmax(x)
+    ref = torch.softmax(x.double(), dim=-1)
+    assert bool(torch.isfinite(out).all()) and rel_err(out, ref) < 1e-6
+    assert out[0, 3] == 0.0, "a masked (-inf) logit gets probability zero"
+    naive = torch.exp(x[0, :3]) / torch.exp(x[0, :3]).sum()          # without the max: inf / inf
+    assert bool(torch.isnan(naive).all())
+
+
+def test_softmax_reads_strided_rows_and_writes_nothing_past_a_row():
+    backing = logits(6, 50, torch.float32)
+    x = backing[::2, :40]                                              # row stride 100, rows of 40
+    out_backing = torch.full((3, 64), float("nan"))
+    out = out_backing[:, :40]
+    softmax(x, out)
+    assert rel_err(out, torch.softmax(x.double(), -1)) < 1e-5
+    assert bool(torch.isnan(out_backing[:, 40:]).all()), "the masked lanes stored nothing"
+
+
+def test_softmax_allocates_and_handles_empty():
+    x = logits(4, 100, torch.float32)
+    assert rel_err(softmax(x), torch.softmax(x.double(), -1)) < 1e-5
+    assert softmax(torch.empty(0, 7)).shape == (0, 7)
+
+
+def test_softmax_block_rule():
+    assert [block_size(n) for n in (1, 16, 17, 1000, 1024, 1025, 5000)] == [16, 16, 32, 1024, 1024, 2048, 8192]
+    assert [num_warps(block_size(n)) for n in (1024, 4096, 16384, 32768)] == [4, 8, 32, 32]
+    assert MAX_COLS * 4 * 2 == 256 * 1024, "half a Hopper SM's 256 KB register file for the row's fp32 values"
+
+
+@pytest.mark.parametrize("bad", [
+    lambda: softmax(torch.randn(8)),                                   # not 2-D
+    lambda: softmax(torch.randint(0, 5, (2, 3))),                      # not floating point
+    lambda: softmax(torch.randn(4, 8).t()),                            # rows not contiguous
+    lambda: softmax(torch.randn(1, MAX_COLS + 1)),                     # wider than the registers hold
+    lambda: softmax(torch.randn(2, 8), torch.empty(2, 8, dtype=torch.float16)),   # out of another dtype
+    lambda: block_size(0),
+])
+def test_softmax_refuses_bad_arguments(bad):
+    with pytest.raises(ValueError):
+        bad()
+
+
+# --- fused elementwise chain ------------------------------------------------------------------------
+
+def scalars():
+    return [float(v) for v in (torch.rand(4) + 0.5) * torch.tensor([1.0, -1.0, 1.0, -1.0])]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("n,block", [(1, 1024), (1000, 1024), (3 * 1024 + 5, 1024), (DEFAULT_BLOCK + 3, DEFAULT_BLOCK)])
+def test_fused_and_eager_chains_match_float64(dtype, n, block):
+    x = random_like(n, dtype)
+    a, b, c, d = scalars()
+    ref = chain_reference(x, a, b, c, d)
+    fused = poisoned(x)
+    assert fused_chain(x, a, b, c, d, fused, block=block) is fused
+    assert bool(torch.isfinite(fused).all()), "some elements were never written"
+    assert rel_err(fused, ref) < TOL[dtype]
+    eager = poisoned(x)
+    assert eager_chain(x, a, b, c, d, eager) is eager
+    assert rel_err(eager, ref) < 4 * TOL[dtype]          # rounds to the dtype after each of five operations
+
+
+def test_fused_chain_is_gelu_of_an_affine_map():
+    x = torch.linspace(-8, 8, 4001)
+    out = fused_chain(x, 1.0, 0.0, 1.0, 0.0)
+    assert rel_err(out, torch.nn.functional.gelu(x.double(), approximate="tanh")) < 1e-6
+    y = x[1000:3001]                                   # |2y + 1| <= 9: exp(-z) stays finite in float32
+    assert rel_err(fused_chain(y, 2.0, 1.0, -3.0, 0.5),
+                   -3.0 * torch.nn.functional.gelu(2.0 * y.double() + 1.0, approximate="tanh") + 0.5) < 1e-6
+
+
+def test_fused_chain_writes_nothing_past_the_end_and_handles_empty():
+    x = random_like(1000, torch.float32)
+    backing = torch.full((1100,), float("nan"))
+    fused_chain(x, *scalars(), backing[:1000], block=1024)
+    assert bool(torch.isfinite(backing[:1000]).all()) and bool(torch.isnan(backing[1000:]).all())
+    assert fused_chain(torch.empty(0), 1.0, 0.0, 1.0, 0.0).numel() == 0
+
+
+@pytest.mark.parametrize("bad", [
+    lambda: fused_chain(torch.randn(8, 8).t(), 1.0, 0.0, 1.0, 0.0),                 # not contiguous
+    lambda: fused_chain(torch.randint(0, 5, (8,)), 1.0, 0.0, 1.0, 0.0),             # not floating point
+    lambda: fused_chain(torch.randn(8), 1.0, 0.0, 1.0, 0.0, torch.empty(9)),        # wrong shape
+    lambda: fused_chain(torch.randn(8), 1.0, 0.0, 1.0, 0.0, block=1000),            # block not a power of two
+    lambda: eager_chain(torch.randn(8), 1.0, 0.0, 1.0, 0.0, torch.empty(8, dtype=torch.float16)),
+])
+def test_chain_refuses_bad_arguments(bad):
+    with pytest.raises(ValueError):
+        bad()

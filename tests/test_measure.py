@@ -88,6 +88,20 @@ def test_the_measurements_count_what_they_say():
     assert ms[0] == 1 and ms[-1] == 4096 and all(s["k"] * s["n"] * 2 >= 100e6 for s in full)
     big = M.REGISTRY["copy-bandwidth"].sizes["full"]
     assert all(2 * s["n"] * 4 >= 2**31 for s in big), "copies of at least a GiB a buffer, far past the L2"
+    sm, fusion = M.REGISTRY["fused-softmax"], M.REGISTRY["kernel-fusion"]
+    s = {"rows": 3, "cols": 10, "dtype": "bfloat16"}
+    assert sm.bytes(s, "triton") == sm.bytes(s, "torch") == sm.bytes(s, "copy") == 2 * 3 * 10 * 2   # read + write
+    assert sm.flops(s, "triton") == 5 * 30 and sm.flops(s, "copy") == 0
+    assert all(s["rows"] * s["cols"] * M._DTYPES[s["dtype"]] == 2**28 for s in sm.sizes["full"]), \
+        "every softmax tensor 256 MiB, far past the L2"
+    assert {s["cols"] for s in sm.sizes["full"]} == {1024, 4096, 16384}
+    s = {"n": 1000, "dtype": "bfloat16"}
+    assert fusion.bytes(s, "eager") == 5 * fusion.bytes(s, "triton") == 5 * 2 * 1000 * 2     # five passes vs one
+    assert fusion.bytes(s, "compile") == fusion.bytes(s, "copy") == fusion.bytes(s, "triton")
+    from utils.kernels.fused_chain import N_OPS
+    assert M.CHAIN_OPS == N_OPS == 5
+    ns = [s["n"] for s in fusion.sizes["full"]]
+    assert ns[0] * 2 <= 2**16 and ns[-1] * 2 >= 2**29, "from launch-bound sizes to half a GiB a tensor"
 
 
 def test_the_table_is_printed_last(full_run):
@@ -310,8 +324,8 @@ def test_the_harness_imports_only_what_the_gpu_machine_has(path):
     tree = ast.parse(path.read_text())
     mods = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     mods |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
-    bad = {m for m in mods if m.split(".")[0] not in allowed or (m.startswith("utils") and m not in
-                                                                   ("utils.kernels", "utils.kernels.copy"))}
+    bad = {m for m in mods if m.split(".")[0] not in allowed or (m.startswith("utils") and not (
+        m == "utils.kernels" or m.startswith("utils.kernels.")))}
     assert not bad, f"{path.name} imports {sorted(bad)}"
 
 
@@ -330,3 +344,60 @@ def test_a_graph_capture_that_fails_is_recorded_as_skipped():
     rec = M.measure(M.REGISTRY["launch-overhead"], NoGraphs(), "tiny")
     assert rec["skipped"] == [{"variant": "triton-graph", "reason": "CUDA graph capture failed: RuntimeError: capture refused"}]
     assert "graph_replay_per_launch" not in rec["metrics"] and "launch_triton" in rec["metrics"]
+
+
+# --- the kernel-fusion measurement's torch.compile variant ------------------------------------------
+
+def test_torch_compile_unavailable_is_recorded_as_skipped(full_run):
+    *_, records = full_run
+    (rec,) = [r for r in records.values() if r["name"] == "kernel-fusion"]
+    assert [s["variant"] for s in rec["skipped"]] == ["compile"] and "switched off" in rec["skipped"][0]["reason"]
+    assert {r["variant"] for r in rec["results"]} == {"eager", "triton", "copy"}
+    assert "compile_over_fused" not in rec["metrics"] and "eager_over_fused" in rec["metrics"]
+
+
+def test_torch_compile_is_checked_then_timed_where_it_works():
+    rec = M.measure(M.REGISTRY["kernel-fusion"], M.FakeRuntime(compile=True), "tiny")
+    assert rec["skipped"] == []
+    assert {c["variant"] for c in rec["checks"]} == {"eager", "triton", "copy", "compile"}
+    assert "compile_over_fused" in rec["metrics"] and "time_compile_smallest" in rec["metrics"]
+
+
+def test_a_compiled_chain_that_computes_the_wrong_thing_is_skipped_not_timed():
+    import torch
+
+    class WrongCompiler(M.FakeRuntime):
+        def compile(self, fn):
+            return lambda x: torch.ones_like(x)          # runs, finite, and wrong
+    rec = M.measure(M.REGISTRY["kernel-fusion"], WrongCompiler(), "tiny")
+    assert [s["variant"] for s in rec["skipped"]] == ["compile"] and "failed its check" in rec["skipped"][0]["reason"]
+    assert "compile" not in {r["variant"] for r in rec["results"]}
+
+
+def test_a_softmax_that_leaves_a_row_unwritten_fails_and_writes_no_record(tmp_path, monkeypatch):
+    import utils.kernels
+    real = utils.kernels.softmax
+
+    def lazy(x, out=None):
+        real(x[:-1], out[:-1])                            # the last row keeps its NaN poison
+        return out
+    monkeypatch.setattr(utils.kernels, "softmax", lazy)
+    rc, stdout, stderr = fake_run(tmp_path, ["--only", "fused-softmax"])
+    assert rc == 1 and not list(tmp_path.glob("fused-softmax--*.json"))
+    assert "fused-softmax      FAILED" in stdout and "check failed" in stdout
+
+
+def test_the_fusion_and_softmax_metrics_say_what_they_compare(full_run):
+    *_, records = full_run
+    sm = next(r for r in records.values() if r["name"] == "fused-softmax")
+    fractions = {k: v["value"] for k, v in sm["metrics"].items() if k.startswith("fraction_of_copy_")}
+    assert set(fractions) == {"fraction_of_copy_fp32_37", "fraction_of_copy_bf16_130"}
+    assert sm["metrics"]["fraction_of_copy"]["value"] == min(fractions.values())
+    for r in sm["results"]:
+        same = {x["variant"]: x for x in sm["results"] if x["size"] == r["size"]}
+        key = f"fraction_of_copy_{M._shape_key(r['size'])}"
+        assert sm["metrics"][key]["value"] == pytest.approx(same["triton"]["bandwidth"] / same["copy"]["bandwidth"])
+    fu = next(r for r in records.values() if r["name"] == "kernel-fusion")
+    big = {r["variant"]: r for r in fu["results"] if r["size"]["n"] == max(s["n"] for s in fu["sizes"])}
+    assert fu["metrics"]["eager_over_fused"]["value"] == pytest.approx(big["eager"]["median_s"] / big["triton"]["median_s"])
+    assert fu["metrics"]["eager_over_fused"]["unit"] == "" and fu["headline"] == "eager_over_fused"

@@ -178,6 +178,14 @@ class CudaRuntime:
                 self._fp8 = fp8_trial("cuda")
         return self._fp8
 
+    def compile(self, fn: Callable) -> Callable:
+        """torch.compile(fn) with a clean compiler cache (fixed shapes: one graph per size, and no
+        earlier measurement's graphs counting against the recompile limit, past which torch would
+        silently run fn eagerly). Compilation happens at the first call."""
+        torch = self.torch
+        torch._dynamo.reset()
+        return torch.compile(fn, dynamic=False)
+
     def l2_bytes(self) -> int:
         # Where torch does not say, assume a large L2 (rotating more costs memory, not accuracy).
         return int(getattr(self.torch.cuda.get_device_properties(0), "L2_cache_size", 0)) or 128 * 2**20
@@ -203,9 +211,9 @@ class FakeRuntime:
     device = "cpu"
 
     def __init__(self, *, fp8: bool = True, l2: int = 8192, bandwidth: float = 2e12, rate: float = 5e14,
-                 launch_s: float = 4e-6):
+                 launch_s: float = 4e-6, compile: bool = False):
         self.cache: dict = {}
-        self._fp8, self._l2 = fp8, l2
+        self._fp8, self._l2, self._compile = fp8, l2, compile
         self.bandwidth, self.rate, self.launch_s = bandwidth, rate, launch_s
 
     def synchronize(self):
@@ -227,6 +235,15 @@ class FakeRuntime:
 
     def fp8(self):
         return fp8_trial("cpu") if self._fp8 else (False, "fp8 switched off in this fake runtime")
+
+    def compile(self, fn):
+        # Off by default: on a CPU a real torch.compile builds C++ and takes far longer than a test.
+        # On, it runs the same path with torch's 'eager' backend (graph capture without code generation).
+        if not self._compile:
+            raise RuntimeError("torch.compile switched off in this fake runtime")
+        torch = _torch()
+        torch._dynamo.reset()
+        return torch.compile(fn, backend="eager", dynamic=False)
 
     def l2_bytes(self):
         return self._l2
@@ -291,6 +308,31 @@ def matmul_check(c, a, b, tolerance: float, rows: int = 256) -> CheckResult:
     ref = a[pick].double() @ b.double()
     return CheckResult("relative-error norm vs float64 (sampled rows)", rel_err(c[pick], ref), tolerance,
                        written)
+
+
+def rows_check(out, ref_rows: Callable, tolerance: float, rows: int = 256) -> CheckResult:
+    """A row-wise operation's output (poisoned before the run): every element written (finite), and the
+    relative-error norm over up to `rows` randomly chosen rows against `ref_rows(index)`, their float64
+    reference."""
+    torch = _torch()
+    written = bool(torch.isfinite(out).all())
+    pick = torch.randperm(out.shape[0], device=out.device)[:rows]
+    return CheckResult("relative-error norm vs float64 (sampled rows)", rel_err(out[pick], ref_rows(pick)),
+                       tolerance, written)
+
+
+def sampled_check(out, ref_at: Callable, tolerance: float, samples: int = 1 << 20) -> CheckResult:
+    """An elementwise operation's output (poisoned before the run): every element written (finite), and
+    the relative-error norm over up to `samples` randomly chosen elements against `ref_at(index)`, their
+    float64 reference."""
+    torch = _torch()
+    written = bool(torch.isfinite(out).all())
+    n = out.numel()
+    pick = torch.randperm(n, device=out.device)[:samples] if n <= samples else \
+        torch.randint(0, n, (samples,), device=out.device)
+    flat = out.reshape(-1)
+    return CheckResult("relative-error norm vs float64 (sampled elements)", rel_err(flat[pick], ref_at(pick)),
+                       tolerance, written)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -682,6 +724,212 @@ register(Measurement(
     prepare=_launch_prepare,
     metrics=_launch_metrics,
     headline="launch_torch",
+))
+
+
+# fused-softmax ------------------------------------------------------------------------------------
+
+_SHORT = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+SOFTMAX_FLOPS_PER_ELEMENT = 5        # compare for the max, subtract, exp, add for the sum, multiply
+_SOFTMAX_TOLERANCE = {"float32": 1e-4, "bfloat16": 1e-2, "float16": 1e-2}
+
+
+def _logits(rows: int, cols: int, dtype, device):
+    """Random logits with a spread like a model's (standard deviation 4), never all zeros."""
+    torch = _torch()
+    return (4 * torch.randn(rows, cols, device=device)).to(dtype)
+
+
+def _softmax_prepare(rt, size):
+    torch = _torch()
+    from utils.kernels import softmax as triton_softmax
+    rows, cols, name = size["rows"], size["cols"], size["dtype"]
+    dtype = _dtype(name)
+    count = rotation(rt, 2 * rows * cols * _DTYPES[name])
+    pairs = [(_logits(rows, cols, dtype, rt.device), torch.empty(rows, cols, dtype=dtype, device=rt.device))
+             for _ in range(count)]
+    nxt = _cycle(pairs)
+
+    def checker(op, exact=False):
+        def check():
+            x, y = pairs[0]
+            y.fill_(float("nan"))
+            out = op(x, y)
+            rt.synchronize()
+            if exact:
+                return exact_check(out, x)
+            return rows_check(out, lambda idx: torch.softmax(x[idx].double(), dim=-1), _SOFTMAX_TOLERANCE[name])
+        return check
+
+    def tri(x, y):
+        return triton_softmax(x, y)
+
+    def eager(x, y):                 # torch's own fused softmax; it allocates its output
+        return torch.softmax(x, dim=-1)
+
+    def copy_(x, y):
+        return y.copy_(x)
+
+    return [Variant(v, (lambda op=op: op(*nxt())), checker(op, exact=v == "copy"))
+            for v, op in (("triton", tri), ("torch", eager), ("copy", copy_))], []
+
+
+def _shape_key(size: dict) -> str:
+    return f"{_SHORT[size['dtype']]}_{size['cols']}"
+
+
+def _ratio(value: float, result: dict, note: str) -> dict:
+    return {"value": float(value), "unit": "", "variant": result["variant"], "size": dict(result["size"]),
+            "note": note}
+
+
+def _softmax_metrics(results):
+    shapes: dict = {}
+    for r in results:
+        shapes.setdefault(_shape_key(r["size"]), {})[r["variant"]] = r
+    out, worst = {}, None
+    for key, v in shapes.items():
+        tri, cp, eager = v["triton"], v["copy"], v["torch"]
+        frac = tri["bandwidth"] / cp["bandwidth"]
+        out[f"fraction_of_copy_{key}"] = _ratio(frac, tri, "Triton softmax bandwidth over a torch copy's of the "
+                                                "same tensor (same bytes: one read, one write)")
+        out[f"time_triton_{key}"] = _metric(tri, "time", "median time of the Triton softmax")
+        out[f"time_copy_{key}"] = _metric(cp, "time", "median time of a copy of the same tensor")
+        out[f"speedup_vs_torch_{key}"] = _ratio(eager["median_s"] / tri["median_s"], tri,
+                                                "torch.softmax's median time over the Triton kernel's")
+        if worst is None or frac < worst[0]:
+            worst = (frac, tri)
+    return {"fraction_of_copy": _ratio(worst[0], worst[1], "the lowest over the shapes of the Triton softmax's "
+                                       "bandwidth over a copy's of the same tensor: 'done' is 0.9 or more"),
+            **out}
+
+
+def _softmax_sizes(rows_cols, dtype):
+    return [{"rows": r, "cols": c, "dtype": dtype} for r, c in rows_cols]
+
+
+register(Measurement(
+    name="fused-softmax",
+    what="row softmax by the book's Triton kernel (one program per row, one read and one write) beside "
+         "torch.softmax and a copy of the same tensor, for rows of 1k to 16k columns in bf16 and fp32, "
+         "each tensor 256 MiB",
+    sizes={"full": _softmax_sizes([(131072, 1024), (32768, 4096), (8192, 16384)], "bfloat16")
+           + _softmax_sizes([(65536, 1024), (16384, 4096), (4096, 16384)], "float32"),
+           "quick": _softmax_sizes([(8192, 1024), (2048, 4096)], "bfloat16"),
+           "tiny": [{"rows": 5, "cols": 37, "dtype": "float32"}, {"rows": 3, "cols": 130, "dtype": "bfloat16"}]},
+    bytes=lambda s, v: 2 * s["rows"] * s["cols"] * _DTYPES[s["dtype"]],
+    flops=lambda s, v: 0 if v == "copy" else SOFTMAX_FLOPS_PER_ELEMENT * s["rows"] * s["cols"],
+    prepare=_softmax_prepare,
+    metrics=_softmax_metrics,
+    headline="fraction_of_copy",
+))
+
+
+# kernel-fusion ------------------------------------------------------------------------------------
+
+CHAIN_OPS = 5                         # y = gelu(x * a + b) * c + d: mul, add, gelu, mul, add
+CHAIN_FLOPS_PER_ELEMENT = 12          # 4 for the mul/add pairs, 8 for the tanh-form gelu (exp counted once)
+_CHAIN_TOLERANCE = {"float32": 1e-4, "bfloat16": 1e-2, "float16": 1e-2}
+
+
+def _fusion_prepare(rt, size):
+    torch = _torch()
+    from utils.kernels import chain_reference, eager_chain, fused_chain
+    n, name = size["n"], size["dtype"]
+    dtype = _dtype(name)
+    count = rotation(rt, 2 * n * _DTYPES[name])
+    pairs = [(torch.randn(n, device=rt.device).to(dtype), torch.empty(n, dtype=dtype, device=rt.device))
+             for _ in range(count)]
+    nxt = _cycle(pairs)
+    # fresh random scalars, bounded away from zero, alternating in sign
+    a, b, c, d = [float(v) for v in (torch.rand(4) + 0.5) * torch.tensor([1.0, -1.0, 1.0, -1.0])]
+
+    def checker(op, exact=False):
+        def check():
+            x, y = pairs[0]
+            y.fill_(float("nan"))
+            out = op(x, y)
+            rt.synchronize()
+            if exact:
+                return exact_check(out, x)
+            return sampled_check(out, lambda idx: chain_reference(x[idx], a, b, c, d), _CHAIN_TOLERANCE[name])
+        return check
+
+    def tri(x, y):
+        return fused_chain(x, a, b, c, d, y)
+
+    def eager(x, y):
+        return eager_chain(x, a, b, c, d, y)
+
+    def copy_(x, y):
+        return y.copy_(x)
+
+    variants = [Variant(v, (lambda op=op: op(*nxt())), checker(op, exact=v == "copy"))
+                for v, op in (("eager", eager), ("triton", tri), ("copy", copy_))]
+
+    def chain_expr(x):              # what torch.compile sees: the eager chain, returning a new tensor
+        t = x * a
+        t = t + b
+        t = torch.nn.functional.gelu(t, approximate="tanh")
+        t = t * c
+        return t + d
+
+    try:
+        compiled = rt.compile(chain_expr)
+        check = checker(lambda x, y: compiled(x))
+        first = check()                                    # compiles; a failure here is a skip
+        if not first.passed:
+            raise RuntimeError(f"the compiled chain failed its check ({first.metric}: {first.error:.3g})")
+    except Exception as e:  # noqa: BLE001 - a compiler this stack cannot run is recorded, not fatal
+        return variants, [("compile", f"torch.compile failed: {type(e).__name__}: "
+                                      f"{str(e).splitlines()[0] if str(e) else ''}"[:300])]
+    return variants + [Variant("compile", lambda: compiled(nxt()[0]), check)], []
+
+
+def _fusion_metrics(results):
+    at: dict = {}
+    for r in results:
+        at.setdefault(r["size"]["n"], {})[r["variant"]] = r
+    small, large = at[min(at)], at[max(at)]
+    out = {
+        "eager_over_fused": _ratio(large["eager"]["median_s"] / large["triton"]["median_s"], large["triton"],
+                                   "eager chain's median time over the fused kernel's at the largest size "
+                                   "(the byte ratio predicts 5)"),
+        "eager_over_fused_smallest": _ratio(small["eager"]["median_s"] / small["triton"]["median_s"],
+                                            small["triton"], "the same ratio at the smallest size, where "
+                                            "launches, not bytes, set the time"),
+        "fused_fraction_of_copy": _ratio(large["copy"]["median_s"] / large["triton"]["median_s"],
+                                         large["triton"], "a copy's median time over the fused kernel's at "
+                                         "the largest size (same bytes: one read, one write)"),
+        "bandwidth_eager": _metric(large["eager"], "bandwidth", "the eager chain's ten passes over the tensor "
+                                   "over its median time, at the largest size"),
+        "bandwidth_triton": _metric(large["triton"], "bandwidth", "the fused kernel's two passes over its "
+                                    "median time, at the largest size"),
+    }
+    for v in ("eager", "triton", "copy", "compile"):
+        if v in small:
+            out[f"time_{v}_smallest"] = _metric(small[v], "time", f"median time of the {v} variant at the "
+                                                "smallest size")
+    if "compile" in large:
+        out["compile_over_fused"] = _ratio(large["compile"]["median_s"] / large["triton"]["median_s"],
+                                           large["triton"], "torch.compile's chain median time over the fused "
+                                           "Triton kernel's, at the largest size")
+    return out
+
+
+register(Measurement(
+    name="kernel-fusion",
+    what="y = gelu(x * a + b) * c + d on a bf16 tensor of a few thousand to 268 million elements: the "
+         "book's fused Triton kernel (one read, one write) against eager torch (five kernels, five reads "
+         "and five writes), torch.compile where it works, and a copy of the same tensor",
+    sizes={"full": [{"n": 1 << k, "dtype": "bfloat16"} for k in (12, 16, 20, 24, 28)],
+           "quick": [{"n": 1 << k, "dtype": "bfloat16"} for k in (12, 20, 24)],
+           "tiny": [{"n": 1000, "dtype": "float32"}, {"n": 4099, "dtype": "bfloat16"}]},
+    bytes=lambda s, v: (CHAIN_OPS if v == "eager" else 1) * 2 * s["n"] * _DTYPES[s["dtype"]],
+    flops=lambda s, v: 0 if v == "copy" else CHAIN_FLOPS_PER_ELEMENT * s["n"],
+    prepare=_fusion_prepare,
+    metrics=_fusion_metrics,
+    headline="eager_over_fused",
 ))
 
 

@@ -3,5 +3,7 @@
 Set TRITON_INTERPRET=1 before importing this package to run them on CPU tensors.
 """
 from utils.kernels.copy import DEFAULT_BLOCK, copy, tick
+from utils.kernels.fused_chain import chain_reference, eager_chain, fused_chain
+from utils.kernels.softmax import softmax
 
-__all__ = ["DEFAULT_BLOCK", "copy", "tick"]
+__all__ = ["DEFAULT_BLOCK", "chain_reference", "copy", "eager_chain", "fused_chain", "softmax", "tick"]

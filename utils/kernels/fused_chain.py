@@ -1,0 +1,84 @@
+"""A chain of five elementwise operations, fused into one Triton kernel, and the same chain in eager
+torch, one kernel per operation.
+
+    y = gelu(x * a + b) * c + d          (a, b, c, d scalars; gelu in its tanh form)
+
+Only the standard library, torch and triton are imported here: the GPU machines have nothing else.
+Under the Triton interpreter (TRITON_INTERPRET=1, set before triton is imported) the fused kernel runs
+on CPU tensors, which is how the tests and the chapter check it on a machine with no GPU.
+
+fused_chain   one program per block of elements: load x once, do the five operations in float32
+              registers, store y once in x's dtype. Bytes moved: 2 * n * element size (a copy's).
+eager_chain   the five operations as torch runs them without a compiler: x * a, + b, gelu, * c, + d,
+              each a kernel that reads its input tensor and writes a new one (the last into `out`).
+              Bytes moved: 5 reads and 5 writes of the tensor, 10 * n * element size.
+chain_reference  the chain in float64 on the CPU, for checks.
+
+GELU's tanh form, 0.5 t (1 + tanh(k (t + 0.044715 t^3))) with k = sqrt(2 / pi), is computed in the
+kernel as t / (1 + exp(-2 k (t + 0.044715 t^3))), the same function (0.5 (1 + tanh z) = 1 / (1 + e^-2z)).
+"""
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+N_OPS = 5
+DEFAULT_BLOCK = 8192          # as the copy kernel: 32 elements per thread over 8 warps
+DEFAULT_WARPS = 8
+
+
+@triton.jit
+def _chain_kernel(x_ptr, y_ptr, n, a, b, c, d, BLOCK: tl.constexpr):
+    pid = tl.program_id(0).to(tl.int64)
+    offsets = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    t = tl.load(x_ptr + offsets, mask=mask).to(tl.float32)
+    t = t * a                                                          # 1
+    t = t + b                                                          # 2
+    t = t / (1.0 + tl.exp(-1.5957691216057308 * (t + 0.044715 * t * t * t)))   # 3: gelu; 2*sqrt(2/pi)
+    t = t * c                                                          # 4
+    t = t + d                                                          # 5
+    tl.store(y_ptr + offsets, t.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def _check(x: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
+    if not x.is_contiguous():
+        raise ValueError("chain: x must be contiguous")
+    if not x.is_floating_point():
+        raise ValueError("chain: x must be a floating-point tensor")
+    if out is None:
+        out = torch.empty_like(x)
+    if out.shape != x.shape or out.dtype != x.dtype or not out.is_contiguous():
+        raise ValueError("chain: out must be a contiguous tensor of x's shape and dtype")
+    return out
+
+
+def fused_chain(x: torch.Tensor, a: float, b: float, c: float, d: float, out: torch.Tensor | None = None,
+                *, block: int = DEFAULT_BLOCK, num_warps: int = DEFAULT_WARPS) -> torch.Tensor:
+    """y = gelu(x * a + b) * c + d in one Triton kernel (one read of x, one write of y); returns out."""
+    out = _check(x, out)
+    if block <= 0 or block & (block - 1):
+        raise ValueError("chain: block must be a power of two")
+    n = x.numel()
+    if n:
+        _chain_kernel[(triton.cdiv(n, block),)](x, out, n, float(a), float(b), float(c), float(d),
+                                                BLOCK=block, num_warps=num_warps)
+    return out
+
+
+def eager_chain(x: torch.Tensor, a: float, b: float, c: float, d: float,
+                out: torch.Tensor | None = None) -> torch.Tensor:
+    """The same chain as five torch operations, one kernel each; the last writes into out."""
+    out = _check(x, out)
+    t = x * a
+    t = t + b
+    t = torch.nn.functional.gelu(t, approximate="tanh")
+    t = t * c
+    return torch.add(t, d, out=out)
+
+
+def chain_reference(x: torch.Tensor, a: float, b: float, c: float, d: float) -> torch.Tensor:
+    """The chain in float64 on the CPU (the check's reference)."""
+    t = x.detach().to("cpu", torch.float64) * a + b
+    return torch.nn.functional.gelu(t, approximate="tanh") * c + d

@@ -1,0 +1,77 @@
+"""A fused row softmax in Triton: one program per row, the whole row in registers, one read and one
+write of device memory.
+
+Only the standard library, torch and triton are imported here: the GPU machines have nothing else.
+Under the Triton interpreter (TRITON_INTERPRET=1, set before triton is imported) it runs on CPU
+tensors, which is how the tests and the chapter check it on a machine with no GPU.
+
+softmax   out[r, :] = exp(x[r, :] - max(x[r, :])) / sum(exp(x[r, :] - max(x[r, :]))) for every row r
+          of a 2-D tensor (float32, float16 or bfloat16), along the last dimension. Each program
+          loads its row once (the lanes past the row's end read -inf, so they add exp(-inf) = 0 to the
+          sum), converts it to float32, takes the max, subtracts it, exponentiates, sums, multiplies by
+          the reciprocal of the sum, and stores the row once in the output's dtype. The bytes it moves
+          are 2 * rows * cols * element size: the same as a copy of the tensor.
+
+The block is the next power of two at or above the row's length (Triton's blocks are powers of two),
+so a row of 5,000 columns runs in a block of 8,192 lanes, 39% of them masked off. The row lives in
+registers as float32 whatever the input dtype, so a row of n columns needs about 4n bytes of registers
+in one program; a Hopper SM has 256 KB of registers in all, which caps the row. MAX_COLS is the widest
+row this kernel accepts (half of that register file for the row's values); a wider row needs a tiled
+kernel that loops over the row (an online softmax), which this module does not provide.
+"""
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+MAX_COLS = 32768
+
+
+def block_size(n_cols: int) -> int:
+    """The block for a row of n_cols: the next power of two at or above it (at least 16)."""
+    if n_cols < 1:
+        raise ValueError("softmax: a row needs at least one column")
+    return max(16, triton.next_power_of_2(n_cols))
+
+
+def num_warps(block: int) -> int:
+    """Warps per program: enough threads that each holds at most 16 of the row's values up to a block
+    of 16,384 (32 warps = 1,024 threads, the most a program may have), at least 4."""
+    return min(32, max(4, block // 512))
+
+
+@triton.jit
+def _softmax_kernel(x_ptr, y_ptr, n_cols, x_row_stride, y_row_stride, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=-float("inf")).to(tl.float32)
+    x = x - tl.max(x, axis=0)              # the largest logit becomes 0: exp cannot overflow
+    e = tl.exp(x)
+    inv = 1.0 / tl.sum(e, axis=0)          # one division per row, a multiply per element
+    tl.store(y_ptr + row * y_row_stride + cols, (e * inv).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def softmax(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """Softmax of each row of the 2-D tensor `x` into `out` (allocated like `x` when None); returns out.
+    Rows may be strided; each row's elements must be contiguous."""
+    if x.dim() != 2:
+        raise ValueError("softmax: x must be 2-D (rows, cols)")
+    if x.dtype not in (torch.float32, torch.float16, torch.bfloat16):
+        raise ValueError("softmax: x must be float32, float16 or bfloat16")
+    n_rows, n_cols = x.shape
+    if n_cols > MAX_COLS:
+        raise ValueError(f"softmax: rows of {n_cols} columns do not fit one program's registers "
+                         f"(at most {MAX_COLS}); a wider row needs a tiled (online) softmax")
+    if n_cols and x.stride(1) != 1:
+        raise ValueError("softmax: each row of x must be contiguous")
+    if out is None:
+        out = torch.empty_like(x, memory_format=torch.contiguous_format)
+    if out.shape != x.shape or out.dtype != x.dtype or (n_cols and out.stride(1) != 1):
+        raise ValueError("softmax: out must have x's shape and dtype, each row contiguous")
+    if n_rows and n_cols:
+        block = block_size(n_cols)
+        _softmax_kernel[(n_rows,)](x, out, n_cols, x.stride(0), out.stride(0), BLOCK=block,
+                                   num_warps=num_warps(block))
+    return out
