@@ -56,3 +56,28 @@ def test_bad_input_is_one_line_and_exit_2(args, message):
     assert len(lines) == 1 and message in lines[0], r.stderr
     assert "Traceback" not in r.stderr and r.stdout == ""
     assert tree_state() == before
+
+
+@pytest.mark.parametrize("slug, sets, result, check", [
+    ("fleet-size", ["gpu=b200", "mfu=0.35", "run_days=60"], "gpus_planned", lambda v: v == 2048),
+    ("bill-of-materials-10k", ["n_gpus=20000"], "nodes", lambda v: v == 2560),
+    ("buy-vs-rent", ["rent_usd_per_gpu_hour=1.50"], "breakeven_utilization", lambda v: v > 1),
+])
+def test_flagship_chapters_rederive_with_other_inputs(slug, sets, result, check):
+    r = rederive(slug, *[a for s in sets for a in ("--set", s)], "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert check(out["results"][result]["value"]), out["results"][result]
+
+
+@pytest.mark.parametrize("slug, sets, message", [
+    ("fleet-size", ["gpu=h1000"], "valid: a100-sxm-80gb"),
+    ("fleet-size", ["mfu=1.2"], "mfu must be a fraction"),
+    ("bill-of-materials-10k", ["n_gpus=0"], "n_gpus"),
+    ("buy-vs-rent", ["usd_per_kwh=-0.1"], "usd_per_kwh"),
+])
+def test_impossible_inputs_to_flagship_chapters_exit_2(slug, sets, message):
+    r = rederive(slug, *[a for s in sets for a in ("--set", s)])
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0] and "Traceback" not in r.stderr, r.stderr
