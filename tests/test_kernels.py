@@ -3,8 +3,8 @@ set in conftest.py before triton is imported) on CPU tensors at small sizes agai
 every CUDA source compiled with nvcc where nvcc is on the machine.
 
 The method is the book's: fresh random inputs (never zeros), outputs poisoned before the run and checked
-written everywhere, the relative-error norm against a float64 reference. (No kernel here uses tl.dot;
-if one does, test it in fp16 or fp32 only: under the interpreter tl.dot on bf16 returns garbage.)
+written everywhere, the relative-error norm against a float64 reference. (The attention kernel uses
+tl.dot, so it is tested in fp16 and fp32 only: under the interpreter tl.dot on bf16 returns garbage.)
 Tolerances on the relative-error norm: float32 far under 1e-5, float16 under 1e-3, bfloat16 under 1e-2,
 each against a float64 reference computed from the same input values.
 """
@@ -228,5 +228,81 @@ def test_fused_chain_writes_nothing_past_the_end_and_handles_empty():
     lambda: eager_chain(torch.randn(8), 1.0, 0.0, 1.0, 0.0, torch.empty(8, dtype=torch.float16)),
 ])
 def test_chain_refuses_bad_arguments(bad):
+    with pytest.raises(ValueError):
+        bad()
+
+
+# --- tiled attention (FlashAttention-style forward) ---------------------------------------------------
+# tl.dot is in this kernel: fp32 and fp16 only under the interpreter (bf16 tl.dot is garbage there).
+
+from utils.kernels import attention, attention_reference, materialised_attention  # noqa: E402
+import importlib  # noqa: E402
+
+ATT = importlib.import_module("utils.kernels.attention")
+ATT_TOL = {torch.float32: 1e-5, torch.float16: 2e-3}
+
+
+def qkv(shape, dtype):
+    return tuple(torch.randn(shape).to(dtype) for _ in range(3))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("shape,block_q,block_k", [
+    ((2, 128, 64), 128, 64),            # the chapter's size: one query block, two key blocks
+    ((1, 2, 200, 32), 64, 32),          # N not a multiple of either block; 4-D (batch, heads, N, d)
+    ((3, 77, 16), 32, 16),              # a ragged last block of queries and of keys
+    ((1, 1, 16), 16, 16),               # one query, one key
+])
+def test_attention_matches_float64_and_writes_every_element(dtype, causal, shape, block_q, block_k):
+    q, k, v = qkv(shape, dtype)
+    ref = attention_reference(q, k, v, causal=causal)
+    out = torch.full_like(q, float("nan"))
+    assert attention(q, k, v, out, causal=causal, block_q=block_q, block_k=block_k) is out
+    assert bool(torch.isfinite(out).all()), "some elements were never written"
+    assert rel_err(out, ref) < ATT_TOL[dtype]
+    assert rel_err(materialised_attention(q, k, v, causal=causal), ref) < ATT_TOL[dtype]
+
+
+def test_attention_scale_and_large_logits():
+    q, k, v = qkv((2, 96, 32), torch.float32)
+    for scale in (1.0, 0.05, 3.0):                       # 3.0: logits in the hundreds; exp would overflow fp32 unshifted
+        out = attention(q * 4, k * 4, v, scale=scale, block_q=32, block_k=32)
+        assert rel_err(out, attention_reference(q * 4, k * 4, v, scale=scale)) < 1e-5
+
+
+def test_attention_causal_first_row_is_the_first_value():
+    q, k, v = qkv((2, 50, 16), torch.float32)
+    out = attention(q, k, v, causal=True, block_q=16, block_k=16)
+    assert torch.allclose(out[:, 0], v[:, 0], atol=1e-6), "the first query sees only the first key"
+
+
+def test_attention_writes_nothing_past_its_rows():
+    q, k, v = qkv((1, 70, 16), torch.float32)
+    backing = torch.full((1, 80, 16), float("nan"))
+    attention(q, k, v, backing[:, :70], block_q=64, block_k=16)   # a contiguous view of the first 70 rows
+    assert bool(torch.isfinite(backing[:, :70]).all()) and bool(torch.isnan(backing[:, 70:]).all())
+
+
+def test_attention_byte_and_flop_counts():
+    n, d, e = 8192, 128, 2
+    assert ATT.materialised_bytes(n, d, e) == 4 * n * n * e + 4 * n * d * e
+    assert ATT.tiled_bytes(n, d, e, 128) == 2 * n * d * e + 2 * n * d * e * (n // 128)
+    assert ATT.tiled_bytes(130, 32, 4, 128) == 2 * 130 * 32 * 4 * 3    # two query blocks: K, V read twice
+    assert ATT.flops(n, d) == 4 * n * n * d
+    assert ATT.BLOCK_Q == 128 and ATT.BLOCK_K == 64
+
+
+@pytest.mark.parametrize("bad", [
+    lambda: attention(torch.randn(2, 8, 16), torch.randn(2, 9, 16), torch.randn(2, 8, 16)),   # shapes differ
+    lambda: attention(*qkv((2, 8, 24), torch.float32)),                                       # d not a power of two
+    lambda: attention(*qkv((2, 8, 8), torch.float32)),                                        # d below 16
+    lambda: attention(*qkv((2, 8, 16), torch.float32), block_q=48),                           # block not a power of two
+    lambda: attention(torch.randn(2, 8, 16), torch.randn(2, 8, 16).half(), torch.randn(2, 8, 16)),   # dtypes differ
+    lambda: attention(*qkv((2, 8, 16), torch.float32), torch.empty(2, 8, 16, dtype=torch.float16)),  # out dtype
+    lambda: attention(*qkv((2, 8, 16), torch.float32), torch.empty(2, 16, 16)[:, ::2]),             # out strided
+    lambda: attention(*(torch.randint(0, 5, (2, 8, 16)) for _ in range(3))),                  # not floating point
+])
+def test_attention_refuses_bad_arguments(bad):
     with pytest.raises(ValueError):
         bad()

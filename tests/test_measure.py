@@ -401,3 +401,55 @@ def test_the_fusion_and_softmax_metrics_say_what_they_compare(full_run):
     big = {r["variant"]: r for r in fu["results"] if r["size"]["n"] == max(s["n"] for s in fu["sizes"])}
     assert fu["metrics"]["eager_over_fused"]["value"] == pytest.approx(big["eager"]["median_s"] / big["triton"]["median_s"])
     assert fu["metrics"]["eager_over_fused"]["unit"] == "" and fu["headline"] == "eager_over_fused"
+
+
+# --- the attention-forward measurement --------------------------------------------------------------
+
+def test_the_attention_measurement_counts_the_chapters_bytes():
+    import importlib
+    att = M.REGISTRY["attention-forward"]
+    kern = importlib.import_module("utils.kernels.attention")
+    s = {"batch": 2, "heads": 3, "n": 8192, "d": 128, "dtype": "bfloat16"}
+    heads = 6
+    assert att.bytes(s, "materialised") == heads * kern.materialised_bytes(8192, 128, 2) \
+        == heads * (4 * 8192 ** 2 * 2 + 4 * 8192 * 128 * 2)                # S written, read; P written, read
+    assert att.bytes(s, "triton") == heads * kern.tiled_bytes(8192, 128, 2, kern.BLOCK_Q)
+    assert att.bytes(s, "sdpa") == heads * 4 * 8192 * 128 * 2                # Q, K, V read once, O written once
+    assert att.flops(s, "triton") == att.flops(s, "materialised") == heads * kern.flops(8192, 128)
+    assert M.ATTENTION_BLOCK_Q == kern.BLOCK_Q
+    assert all(s["dtype"] == "bfloat16" for s in att.sizes["full"] + att.sizes["quick"])
+    assert {s["n"] for s in att.sizes["full"]} == {1024, 4096, 8192}
+    assert all(3 * s["batch"] * s["heads"] * s["n"] * s["d"] * 2 >= 4 * 50e6 for s in att.sizes["full"]), \
+        "Q, K and V together at least four times an H200's L2"
+    assert all(s["dtype"] in ("float32", "float16") for s in att.sizes["tiny"]), \
+        "the tiny sizes run under the interpreter, where tl.dot on bf16 is garbage"
+
+
+def test_the_attention_metrics_say_what_they_compare(full_run):
+    *_, records = full_run
+    rec = next(r for r in records.values() if r["name"] == "attention-forward")
+    assert rec["headline"] == "speedup_vs_materialised"
+    assert {c["variant"] for c in rec["checks"]} == {"triton", "materialised", "sdpa"}
+    assert all(c["metric"].startswith("relative-error norm vs float64") for c in rec["checks"])
+    big = {r["variant"]: r for r in rec["results"] if r["size"]["n"] == max(s["n"] for s in rec["sizes"])}
+    assert rec["metrics"]["speedup_vs_materialised"]["value"] == pytest.approx(
+        big["materialised"]["median_s"] / big["triton"]["median_s"])
+    assert rec["metrics"]["triton_over_sdpa"]["value"] == pytest.approx(big["sdpa"]["median_s"] / big["triton"]["median_s"])
+    assert rec["metrics"]["flop_rate_triton"]["unit"] == "FLOP/s"
+    for r in rec["results"]:
+        n = r["size"]["n"]
+        assert rec["metrics"][f"time_{r['variant']}_{n}"]["value"] == r["median_s"]
+
+
+def test_an_attention_that_leaves_a_head_unwritten_fails_and_writes_no_record(tmp_path, monkeypatch):
+    import utils.kernels
+    real = utils.kernels.attention
+
+    def lazy(q, k, v, out=None, **kw):
+        real(q[..., :-1, :, :], k[..., :-1, :, :], v[..., :-1, :, :], out[..., :-1, :, :], **kw)
+        return out                                      # the last head keeps its NaN poison: caught whether
+                                                        # or not the float64 comparison samples it
+    monkeypatch.setattr(utils.kernels, "attention", lazy)
+    rc, stdout, stderr = fake_run(tmp_path, ["--only", "attention-forward"])
+    assert rc == 1 and not list(tmp_path.glob("attention-forward--*.json"))
+    assert "attention-forward  FAILED" in stdout and "check failed" in stdout
