@@ -306,3 +306,110 @@ def test_attention_byte_and_flop_counts():
 def test_attention_refuses_bad_arguments(bad):
     with pytest.raises(ValueError):
         bad()
+
+
+# --- strided gather (coalescing) -------------------------------------------------------------------------
+
+from utils.kernels.strided import moved_bytes, sectors_read, strided_copy, useful_bytes  # noqa: E402
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32])
+@pytest.mark.parametrize("n,stride,block", [(1, 1, 1024), (1000, 1, 1024), (1000, 2, 256), (777, 3, 256),
+                                            (4097, 32, 1024), (300, 17, 128)])
+def test_strided_copy_matches_a_strided_view(dtype, n, stride, block):
+    src = random_like(n * stride, dtype)
+    out = poisoned(random_like(n, dtype))
+    assert strided_copy(src, stride, out, block=block) is out
+    assert torch.equal(out, src[::stride]), "every element is src[i * stride], and every one was written"
+
+
+def test_strided_copy_allocates_writes_nothing_past_n_and_handles_empty():
+    src = random_like(100, torch.float32)
+    assert torch.equal(strided_copy(src, 3), src[::3])          # n = every element stride 3 reaches: 34
+    backing = torch.full((60,), float("nan"))
+    strided_copy(src, 2, backing[:50])
+    assert torch.equal(backing[:50], src[::2]) and bool(torch.isnan(backing[50:]).all())
+    assert strided_copy(src, 4, n=0).numel() == 0
+
+
+@pytest.mark.parametrize("bad", [
+    lambda: strided_copy(torch.randn(10), 0),                          # stride 0
+    lambda: strided_copy(torch.randn(10), 2, n=6),                     # runs past src
+    lambda: strided_copy(torch.randn(4, 4), 1),                        # not 1-D
+    lambda: strided_copy(torch.randn(20)[::2], 1),                     # not contiguous
+    lambda: strided_copy(torch.randn(10), 1, torch.empty(10).half()),  # out dtype
+    lambda: strided_copy(torch.randn(10), 1, block=100),               # block not a power of two
+])
+def test_strided_copy_refuses_bad_arguments(bad):
+    with pytest.raises(ValueError):
+        bad()
+
+
+def test_strided_byte_and_sector_counts_agree_with_the_analyser():
+    from utils.coalescing import analyse, strided
+    n, e = 1 << 20, 4
+    assert useful_bytes(n, 32, e) == 2 * n * e
+    assert sectors_read(n, 1, e) == n * e // 32 and sectors_read(n, 2, e) == n * e * 2 // 32
+    assert sectors_read(n, 8, e) == sectors_read(n, 32, e) == n
+    assert moved_bytes(n, 32, e) == 32 * n + n * e
+    for stride in (1, 2, 4, 8, 16, 32):        # one warp's worth: the whole-array count per 32 elements
+        warp = analyse(strided(0, stride * e, e), e)
+        assert sectors_read(32, stride, e) == warp.n_sectors
+
+
+# --- top-k by a four-pass radix select (utils.kernels.topk: numpy reference and torch passes) ---------
+
+import numpy as np  # noqa: E402
+
+from utils.kernels.topk import PASSES, keys, radix_thresholds, radix_topk, radix_topk_torch, reference_topk  # noqa: E402
+
+_SPECIALS = np.array([0.0, -0.0, np.inf, -np.inf, 1.5, -1.5, 3.4e38, -3.4e38, 1e-45, -1e-45], np.float32)
+
+
+def _topk_rows(rng, kind, rows, n):
+    if kind == "normal":
+        return (4 * rng.standard_normal((rows, n))).astype(np.float32)
+    if kind == "few-values":                       # many ties, negatives and zeros
+        return rng.integers(-3, 4, (rows, n)).astype(np.float32)
+    if kind == "specials":                         # +-0, +-inf, extremes, denormals
+        return rng.choice(_SPECIALS, (rows, n))
+    return (4 * rng.standard_normal((rows, n))).astype(np.float16).astype(np.float32)   # fp16-rounded: ties
+
+
+@pytest.mark.parametrize("kind", ["normal", "few-values", "specials", "fp16-rounded"])
+def test_radix_select_matches_a_stable_sort_exactly(kind):
+    rng = np.random.default_rng(7)
+    for _ in range(60):
+        n = int(rng.integers(1, 2500))
+        k = int(rng.integers(1, n + 1))
+        x = _topk_rows(rng, kind, int(rng.integers(1, 4)), n)
+        v0, i0 = reference_topk(x, k)
+        v1, i1 = radix_topk(x, k)
+        assert np.array_equal(i1, i0) and np.array_equal(v1, v0)
+        vt, it = radix_topk_torch(torch.from_numpy(x), k)
+        assert np.array_equal(it.numpy(), i0) and np.array_equal(vt.numpy(), v0)
+        tv, _ = torch.topk(torch.from_numpy(x), k)              # torch.topk's values, the same
+        assert np.array_equal(tv.numpy(), v0)
+
+
+def test_radix_keys_preserve_order_and_tie_the_zeros():
+    x = np.array([-np.inf, -3.4e38, -1.5, -1e-45, -0.0, 0.0, 1e-45, 1.5, 3.4e38, np.inf], np.float32)
+    k = keys(x)
+    assert k[4] == k[5] and all(int(a) < int(b) for a, b in zip(np.delete(k, 4)[:-1], np.delete(k, 4)[1:]))
+
+
+def test_radix_select_threshold_is_the_kth_largest_and_passes_shrink():
+    rng = np.random.default_rng(1)
+    x = (4 * rng.standard_normal((4, 20000))).astype(np.float32)
+    t, need, visited = radix_thresholds(keys(x), 50)
+    kth = np.sort(keys(x), axis=1)[:, -50]
+    assert np.array_equal(t, kth) and (need >= 1).all() and len(visited) == PASSES
+    assert visited[0] == x.size and visited[1] < visited[0] / 20       # after the top byte, a sliver is left
+
+
+@pytest.mark.parametrize("bad", [dict(k=0), dict(k=11), dict(k=2.0), dict(x=np.zeros(10)),
+                                 dict(x=np.array([1, np.nan] * 5, np.float32))])
+def test_radix_select_refuses_bad_arguments(bad):
+    args = dict(x=np.arange(10, dtype=np.float32), k=3) | bad
+    with pytest.raises(ValueError):
+        radix_topk(args["x"], args["k"])

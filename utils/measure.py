@@ -1051,6 +1051,144 @@ register(Measurement(
 ))
 
 
+# strided-copy -------------------------------------------------------------------------------------
+
+STRIDES = (1, 2, 4, 8, 16, 32)        # elements between consecutive reads (the coalescing chapter)
+
+
+def _strided_prepare(rt, size):
+    torch = _torch()
+    from utils.kernels.strided import strided_copy
+    n, s, dtype = size["n"], size["stride"], _dtype(size["dtype"])
+    count = rotation(rt, (s + 1) * n * _DTYPES[size["dtype"]])
+    pairs = [(torch.randn(n * s, device=rt.device).to(dtype), torch.empty(n, dtype=dtype, device=rt.device))
+             for _ in range(count)]
+    nxt = _cycle(pairs)
+
+    def checker(op):
+        def check():
+            src, dst = pairs[0]
+            dst.fill_(float("nan"))
+            op(src, dst)
+            rt.synchronize()
+            return exact_check(dst, src[::s])
+        return check
+
+    def tri(src, dst):
+        strided_copy(src, s, dst)
+
+    def tor(src, dst):               # torch's copy from a strided view
+        dst.copy_(src[::s])
+
+    return [Variant(v, (lambda op=op: op(*nxt())), checker(op)) for v, op in (("triton", tri), ("torch", tor))], []
+
+
+def _strided_metrics(results):
+    from utils.kernels.strided import moved_bytes
+    tri = {r["size"]["stride"]: r for r in results if r["variant"] == "triton"}
+    base = tri[min(tri)]
+    out = {}
+    for s, r in sorted(tri.items()):
+        n, e = r["size"]["n"], _DTYPES[r["size"]["dtype"]]
+        out[f"useful_bandwidth_stride_{s}"] = _metric(r, "bandwidth", f"useful bytes (n read, n written) over the "
+                                                      f"median time, Triton kernel, stride {s}")
+        out[f"moved_bandwidth_stride_{s}"] = {"value": moved_bytes(n, s, e) / r["median_s"], "unit": "B/s",
+                                              "variant": "triton", "size": dict(r["size"]),
+                                              "note": f"32-byte sectors read plus bytes written over the median "
+                                                      f"time, stride {s}"}
+        out[f"slowdown_stride_{s}"] = _ratio(r["median_s"] / base["median_s"], r, f"median time at stride {s} "
+                                             f"over the median time at stride {min(tri)}, Triton kernel")
+    worst = tri[max(tri)]
+    out["slowdown_max_stride"] = _ratio(worst["median_s"] / base["median_s"], worst, "median time at the largest "
+                                        "stride over the median time at stride 1, Triton kernel (same useful bytes)")
+    return out
+
+
+register(Measurement(
+    name="strided-copy",
+    what="out[i] = src[i * stride] into a contiguous fp32 output of n elements, strides 1 to 32 elements: the "
+         "book's Triton gather and torch's copy from a strided view; useful bytes counted (n read, n written), "
+         "32-byte sectors moved in the metrics; src far past the L2 cache",
+    sizes={"full": [{"n": 1 << 25, "stride": s, "dtype": "float32"} for s in STRIDES],
+           "quick": [{"n": 1 << 22, "stride": s, "dtype": "float32"} for s in STRIDES],
+           "tiny": [{"n": 1000, "stride": s, "dtype": "float32"} for s in (1, 3, 32)]},
+    bytes=lambda s, v: 2 * s["n"] * _DTYPES[s["dtype"]],
+    flops=lambda s, v: 0,
+    prepare=_strided_prepare,
+    metrics=_strided_metrics,
+    headline="slowdown_max_stride",
+))
+
+
+# top-k ----------------------------------------------------------------------------------------------
+
+def _topk_prepare(rt, size):
+    torch = _torch()
+    from utils.kernels.topk import radix_topk_torch
+    rows, cols, k = size["rows"], size["cols"], size["k"]
+    count = rotation(rt, rows * cols * 4)
+    xs = [_logits(rows, cols, torch.float32, rt.device) for _ in range(count)]
+    nxt = _cycle(xs)
+
+    def checker(op):
+        def check():
+            x = xs[0]
+            vals, idx = op(x)
+            rt.synchronize()
+            ref, _ = torch.topk(x, k, dim=-1)
+            differ = int((vals != ref).sum()) + int((x.gather(1, idx) != vals).sum())
+            return CheckResult("fraction of top-k values that differ from torch.topk's (or from x at the "
+                               "returned indices)", differ / max(1, ref.numel()), 0.0, True)
+        return check
+
+    def topk_(x):
+        return torch.topk(x, k, dim=-1)
+
+    def sort_(x):                      # the whole row sorted, then the first k kept
+        v, i = torch.sort(x, dim=-1, descending=True)
+        return v[:, :k], i[:, :k]
+
+    def radix(x):
+        return radix_topk_torch(x, k)
+
+    return [Variant(v, (lambda op=op: op(nxt())), checker(op))
+            for v, op in (("topk", topk_), ("sort", sort_), ("radix", radix))], []
+
+
+def _topk_metrics(results):
+    at: dict = {}
+    for r in results:
+        at.setdefault(r["size"]["k"], {})[r["variant"]] = r
+    out = {}
+    for k, v in sorted(at.items()):
+        for name, r in sorted(v.items()):
+            out[f"time_{name}_k{k}"] = _metric(r, "time", f"median time of {name} top-{k} over all rows")
+        out[f"sort_over_topk_k{k}"] = _ratio(v["sort"]["median_s"] / v["topk"]["median_s"], v["topk"],
+                                             f"torch.sort's median time over torch.topk's, k={k}")
+        out[f"radix_over_topk_k{k}"] = _ratio(v["radix"]["median_s"] / v["topk"]["median_s"], v["topk"],
+                                              f"the torch-op radix select's median time over torch.topk's, k={k}")
+    mid = sorted(at)[len(at) // 2]
+    out["sort_over_topk"] = _ratio(at[mid]["sort"]["median_s"] / at[mid]["topk"]["median_s"], at[mid]["topk"],
+                                   f"torch.sort's median time over torch.topk's at the middle k ({mid})")
+    return out
+
+
+register(Measurement(
+    name="top-k",
+    what="top-k of each row of a batch of fp32 logits (64 rows of a 128,256-entry vocabulary; k = 1, 50, "
+         "1024): torch.topk against a full torch.sort and the book's four-pass radix select in torch ops, "
+         "each checked against torch.topk's values exactly",
+    sizes={"full": [{"rows": 64, "cols": 128256, "k": k} for k in (1, 50, 1024)],
+           "quick": [{"rows": 64, "cols": 128256, "k": k} for k in (1, 50)],
+           "tiny": [{"rows": 3, "cols": 1000, "k": k} for k in (1, 5, 17)]},
+    bytes=lambda s, v: s["rows"] * s["cols"] * 4,
+    flops=lambda s, v: 0,
+    prepare=_topk_prepare,
+    metrics=_topk_metrics,
+    headline="sort_over_topk",
+))
+
+
 # --------------------------------------------------------------------------------------------------
 # Running a measurement, provenance, records
 
