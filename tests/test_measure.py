@@ -315,17 +315,20 @@ def test_live_returns_an_unwritten_record():
 
 # --- what the GPU machine has: the standard library, numpy, torch and triton ------------------------
 
-HARNESS = [ROOT / "utils" / "measure.py", *sorted((ROOT / "utils" / "kernels").glob("*.py"))]
+HARNESS = [ROOT / "utils" / "measure.py", ROOT / "utils" / "measure_schema.py",
+           *sorted((ROOT / "utils" / "measurements").glob("*.py")),
+           *sorted((ROOT / "utils" / "kernels").glob("*.py"))]
+HARNESS_PACKAGES = ("utils.kernels", "utils.measurements")      # and utils.measure_schema: the harness itself
 
 
-@pytest.mark.parametrize("path", HARNESS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", HARNESS, ids=lambda p: str(p.relative_to(ROOT / "utils")))
 def test_the_harness_imports_only_what_the_gpu_machine_has(path):
     allowed = set(sys.stdlib_module_names) | {"numpy", "torch", "triton", "utils"}
     tree = ast.parse(path.read_text())
     mods = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     mods |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     bad = {m for m in mods if m.split(".")[0] not in allowed or (m.startswith("utils") and not (
-        m == "utils.kernels" or m.startswith("utils.kernels.")))}
+        m == "utils.measure_schema" or any(m == p or m.startswith(p + ".") for p in HARNESS_PACKAGES)))}
     assert not bad, f"{path.name} imports {sorted(bad)}"
 
 

@@ -1,0 +1,122 @@
+"""attention-forward: the book's tiled Triton attention against materialised attention in torch and
+torch's scaled_dot_product_attention (chapters/kernels/attention-traffic.ipynb)."""
+from __future__ import annotations
+
+from utils.measurements.common import (_torch, CheckResult, rel_err, Variant, Measurement, register,
+                                       rotation, _cycle, _DTYPES, _dtype, _metric, _ratio)
+
+
+ATTENTION_BLOCK_Q = 128               # the Triton kernel's query rows per program (utils.kernels.attention)
+_ATTENTION_TOLERANCE = {"float32": 2e-3, "float16": 2e-3, "bfloat16": 1e-2}   # fp32: tf32 products on a GPU
+_ATTENTION_CHECK_HEADS = 2            # heads compared with the float64 reference at each size
+
+
+def attention_flops(size: dict) -> int:
+    """The two matrix products of every head's forward: 4 N^2 d FLOPs per head (non-causal)."""
+    return 4 * size["batch"] * size["heads"] * size["n"] ** 2 * size["d"]
+
+
+def attention_bytes(size: dict, variant: str) -> int:
+    """Device-memory bytes by the chapter's count (attention-traffic), e the element size:
+    materialised: Q and K read, S written, S read, P written, P and V read, O written: 4 N^2 e + 4 N d e;
+    triton: Q read once, O written once, K and V read once per block of 128 query rows, every block load
+    counted as a read of device memory: 2 N d e (1 + ceil(N / 128));
+    sdpa: a fused kernel with its own blocks, counted at the floor any tiled kernel moves: 4 N d e."""
+    heads, n, d, e = size["batch"] * size["heads"], size["n"], size["d"], _DTYPES[size["dtype"]]
+    if variant == "materialised":
+        return heads * (4 * n * n * e + 4 * n * d * e)
+    if variant == "triton":
+        return heads * 2 * n * d * e * (1 + -(-n // ATTENTION_BLOCK_Q))
+    return heads * 4 * n * d * e
+
+
+def _attention_prepare(rt, size):
+    torch = _torch()
+    import torch.nn.functional as F
+    from utils.kernels import attention as triton_attention, materialised_attention
+    b, h, n, d, name = size["batch"], size["heads"], size["n"], size["d"], size["dtype"]
+    dtype = _dtype(name)
+    shape = (b, h, n, d)
+    count = rotation(rt, 3 * b * h * n * d * _DTYPES[name])
+    # The softmax scale 1/sqrt(d) is folded into Q (as a model can fold it into W_q), so every variant
+    # computes softmax(Q K^T) V with scale 1 and the materialised one runs exactly three kernels.
+    sets = [((torch.randn(shape, device=rt.device) * d ** -0.5).to(dtype), torch.randn(shape, device=rt.device).to(dtype),
+             torch.randn(shape, device=rt.device).to(dtype)) for _ in range(count)]
+    out = torch.empty(shape, dtype=dtype, device=rt.device)
+    nxt = _cycle(sets)
+
+    def checker(op):
+        def check():
+            q, k, v = sets[0]
+            out.fill_(float("nan"))
+            o = op(q, k, v)
+            rt.synchronize()
+            written = bool(torch.isfinite(o).all())
+            pick = torch.randperm(b * h)[:_ATTENTION_CHECK_HEADS].tolist()
+            flat = [x.reshape(b * h, n, d) for x in (q, k, v, o)]
+            ref = torch.stack([torch.softmax(flat[0][i].double() @ flat[1][i].double().t(), dim=-1) @ flat[2][i].double()
+                               for i in pick])
+            return CheckResult("relative-error norm vs float64 (sampled heads)", rel_err(flat[3][pick], ref),
+                               _ATTENTION_TOLERANCE[name], written)
+        return check
+
+    def tri(q, k, v):
+        return triton_attention(q, k, v, out, scale=1.0)
+
+    def mat(q, k, v):
+        return materialised_attention(q, k, v, out, scale=1.0)
+
+    def sdpa(q, k, v):               # torch's fused attention (it picks the backend); it allocates its output
+        return F.scaled_dot_product_attention(q, k, v, scale=1.0)
+
+    return [Variant(v, (lambda op=op: op(*nxt())), checker(op))
+            for v, op in (("triton", tri), ("materialised", mat), ("sdpa", sdpa))], []
+
+
+def _attention_metrics(results):
+    at: dict = {}
+    for r in results:
+        at.setdefault(r["size"]["n"], {})[r["variant"]] = r
+    out = {}
+    for n, v in sorted(at.items()):
+        for name, r in sorted(v.items()):
+            out[f"time_{name}_{n}"] = _metric(r, "time", f"median time of the {name} forward at N={n}, all heads")
+            out[f"flop_rate_{name}_{n}"] = _metric(r, "flop_rate", f"4 N^2 d FLOPs per head over the median "
+                                                   f"time, {name}, N={n}")
+        out[f"bandwidth_materialised_{n}"] = _metric(v["materialised"], "bandwidth", "materialised attention's "
+                                                     f"counted bytes (4 N^2 e + 4 N d e per head) over its median time, N={n}")
+        out[f"speedup_vs_materialised_{n}"] = _ratio(v["materialised"]["median_s"] / v["triton"]["median_s"],
+                                                     v["triton"], f"materialised median time over the Triton "
+                                                     f"kernel's, N={n}")
+    big = at[max(at)]
+    out["speedup_vs_materialised"] = _ratio(big["materialised"]["median_s"] / big["triton"]["median_s"], big["triton"],
+                                            "materialised attention's median time over the tiled Triton kernel's, "
+                                            "at the longest context")
+    out["triton_over_sdpa"] = _ratio(big["sdpa"]["median_s"] / big["triton"]["median_s"], big["triton"],
+                                     "torch scaled_dot_product_attention's median time over the Triton kernel's, "
+                                     "at the longest context (1 = as fast)")
+    out["flop_rate_triton"] = _metric(big["triton"], "flop_rate", "the Triton kernel's FLOP rate (4 N^2 d per "
+                                      "head) at the longest context")
+    return out
+
+
+def _attention_sizes(n_batch, d=128, heads=16, dtype="bfloat16"):
+    return [{"batch": b, "heads": heads, "n": n, "d": d, "dtype": dtype} for n, b in n_batch]
+
+
+register(Measurement(
+    name="attention-forward",
+    what="attention forward, softmax(Q K^T) V in bf16 with head dimension 128, at 1k, 4k and 8k context: the "
+         "book's tiled Triton kernel (online softmax, the scores never written) against materialised "
+         "attention in torch (Q K^T, softmax, P V, each through memory) and torch's "
+         "scaled_dot_product_attention; batch x heads sized so Q, K and V are four times the L2 cache",
+    sizes={"full": _attention_sizes([(1024, 16), (4096, 4), (8192, 2)]),
+           "quick": _attention_sizes([(1024, 4), (4096, 1)]),
+           "tiny": [{"batch": 1, "heads": 2, "n": 130, "d": 32, "dtype": "float32"},
+                    {"batch": 2, "heads": 1, "n": 64, "d": 16, "dtype": "float16"}]},
+    bytes=attention_bytes,
+    flops=lambda s, v: attention_flops(s),
+    prepare=_attention_prepare,
+    metrics=_attention_metrics,
+    headline="speedup_vs_materialised",
+))
