@@ -2,7 +2,7 @@
 bandwidth (copy-bandwidth) and dense matrix product rate (matmul-rate)."""
 from __future__ import annotations
 
-from utils.measurements.common import (_torch, exact_check, matmul_check, Variant, Measurement, register,
+from utils.measurements.common import (_torch, exact_check, poisoned_check, matmul_check, Variant, Measurement, register,
                                        rotation, _cycle, _DTYPES, _dtype, _metric)
 
 
@@ -18,13 +18,7 @@ def _copy_prepare(rt, size):
     nxt = _cycle(pairs)
 
     def checker(op):
-        def check():
-            src, dst = pairs[0]
-            dst.fill_(float("nan"))
-            op(src, dst)
-            rt.synchronize()
-            return exact_check(dst, src)
-        return check
+        return poisoned_check(rt, pairs[0], op, exact_check)
 
     def torch_copy(src, dst):
         dst.copy_(src)

@@ -154,6 +154,19 @@ def register(m: Measurement) -> Measurement:
 # Helpers the definitions share
 
 
+def poisoned_check(rt, pair, op, compare: Callable) -> Callable[[], CheckResult]:
+    """The check an elementwise measurement runs before timing: poison the output with NaN, run
+    op(src, dst), synchronise, and compare what op produced (its return value, or dst where it returns
+    None) with src, so an element the kernel never wrote cannot pass."""
+    def check():
+        src, dst = pair
+        dst.fill_(float("nan"))
+        out = op(src, dst)
+        rt.synchronize()
+        return compare(dst if out is None else out, src)
+    return check
+
+
 def rotation(rt, set_bytes: int, factor: int = 4, cap: int = 8) -> int:
     """How many copies of a buffer set to rotate among so that together they exceed `factor` times the
     L2 cache (1 when one set already does): a repeated run then cannot be served from the cache."""

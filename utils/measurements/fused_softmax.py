@@ -2,7 +2,7 @@
 tensor (chapters/kernels/fused-softmax.ipynb)."""
 from __future__ import annotations
 
-from utils.measurements.common import (_torch, exact_check, rows_check, Variant, Measurement, register,
+from utils.measurements.common import (_torch, exact_check, poisoned_check, rows_check, Variant, Measurement, register,
                                        rotation, _cycle, _DTYPES, _dtype, _metric, _ratio, _logits)
 
 
@@ -21,15 +21,9 @@ def _softmax_prepare(rt, size):
     nxt = _cycle(pairs)
 
     def checker(op, exact=False):
-        def check():
-            x, y = pairs[0]
-            y.fill_(float("nan"))
-            out = op(x, y)
-            rt.synchronize()
-            if exact:
-                return exact_check(out, x)
+        def against_softmax(out, x):
             return rows_check(out, lambda idx: torch.softmax(x[idx].double(), dim=-1), _SOFTMAX_TOLERANCE[name])
-        return check
+        return poisoned_check(rt, pairs[0], op, exact_check if exact else against_softmax)
 
     def tri(x, y):
         return triton_softmax(x, y)

@@ -2,7 +2,7 @@
 from a strided view (chapters/kernels/coalescing.ipynb)."""
 from __future__ import annotations
 
-from utils.measurements.common import (_torch, exact_check, Variant, Measurement, register, rotation, _cycle,
+from utils.measurements.common import (_torch, exact_check, poisoned_check, Variant, Measurement, register, rotation, _cycle,
                                        _DTYPES, _dtype, _metric, _ratio)
 
 
@@ -19,13 +19,7 @@ def _strided_prepare(rt, size):
     nxt = _cycle(pairs)
 
     def checker(op):
-        def check():
-            src, dst = pairs[0]
-            dst.fill_(float("nan"))
-            op(src, dst)
-            rt.synchronize()
-            return exact_check(dst, src[::s])
-        return check
+        return poisoned_check(rt, pairs[0], op, lambda out, src: exact_check(out, src[::s]))
 
     def tri(src, dst):
         strided_copy(src, s, dst)
