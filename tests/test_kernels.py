@@ -200,7 +200,12 @@ def test_fused_and_eager_chains_match_float64(dtype, n, block):
     assert rel_err(fused, ref) < TOL[dtype]
     eager = poisoned(x)
     assert eager_chain(x, a, b, c, d, eager) is eager
-    assert rel_err(eager, ref) < 4 * TOL[dtype]          # rounds to the dtype after each of five operations
+    # Eager rounds to the dtype after each of five operations, so its error is relative to the largest
+    # intermediate, not to the result: c*gelu(a*x + b) + d can cancel to near zero (with n = 1 the
+    # result-relative error is then unbounded). Normalise by a bound on every intermediate's magnitude.
+    xd = x.double()
+    intermediates = abs(c) * (abs(a) * xd.abs() + abs(b)) + abs(d)
+    assert float((eager.double() - ref).abs().div(intermediates).max()) < 4 * TOL[dtype]
 
 
 def test_fused_chain_is_gelu_of_an_affine_map():
