@@ -60,3 +60,16 @@ def test_chapter_anatomy(chapter):
     assert ":class: dropdown" in text, "exercises have hidden worked answers"
     errors = [o for o in outputs if o.get("output_type") == "error"]
     assert not errors, "committed outputs contain an error"
+
+
+def test_the_method_page_lists_every_measurement():
+    """book/measurement-method.md has a table row for each registered measurement, and none for a
+    measurement that no longer exists."""
+    import re
+    from utils.measurements.common import REGISTRY
+    import utils.measurements  # noqa: F401  (registers them)
+    page = (ROOT / "book" / "measurement-method.md").read_text()
+    table = page.split("| measurement | what it measures |", 1)[1].split("\n\n", 1)[0]
+    rows = set(re.findall(r"^\| `([a-z0-9-]+)` \|", table, re.M))
+    assert rows == set(REGISTRY), (f"missing rows: {sorted(set(REGISTRY) - rows)}; "
+                                   f"rows for no measurement: {sorted(rows - set(REGISTRY))}")
