@@ -73,3 +73,11 @@ def test_the_method_page_lists_every_measurement():
     rows = set(re.findall(r"^\| `([a-z0-9-]+)` \|", table, re.M))
     assert rows == set(REGISTRY), (f"missing rows: {sorted(set(REGISTRY) - rows)}; "
                                    f"rows for no measurement: {sorted(rows - set(REGISTRY))}")
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_a_chapter_title_is_plain_text(chapter):
+    """The generated pages copy each chapter's title into their own tables, where a glue role cannot
+    resolve: a title must not glue a number."""
+    title = next(line for src in markdown_cells(chapter) for line in src.splitlines() if line.startswith("# "))
+    assert "{glue" not in title, f"{chapter.name}: the title glues a value: {title}"
