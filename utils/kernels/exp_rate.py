@@ -49,30 +49,27 @@ SOFTMAX_ALU_PER_SCORE = 4          # max, subtract, sum, scale: the book's softm
 
 
 @triton.jit
-def _exp_chain_kernel(x_ptr, out_ptr, n, reps, a, BLOCK: tl.constexpr, UNROLL: tl.constexpr):
-    pid = tl.program_id(0).to(tl.int64)
-    offs = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
-    for _ in range(0, reps // UNROLL):
-        for _u in tl.static_range(UNROLL):
-            x = tl.exp2(x * a)
-    for _ in range(0, reps % UNROLL):
-        x = tl.exp2(x * a)
-    tl.store(out_ptr + offs, x, mask=mask)
+def _step(x, a, b, EXP: tl.constexpr):
+    if EXP:
+        return tl.exp2(x * a)           # one MUFU instruction per element (after the multiply)
+    else:
+        return x * a + b                # one fused multiply-add per element
 
 
 @triton.jit
-def _fma_chain_kernel(x_ptr, out_ptr, n, reps, a, b, BLOCK: tl.constexpr, UNROLL: tl.constexpr):
+def _chain_kernel(x_ptr, out_ptr, n, reps, a, b, EXP: tl.constexpr, BLOCK: tl.constexpr, UNROLL: tl.constexpr):
+    """x -> step(x) applied reps times to each element in registers: one load, one store, so the
+    step's unit (MUFU for EXP, the FP32 pipes otherwise) is the bottleneck. EXP is a compile-time flag:
+    the two chains are two kernels sharing one body."""
     pid = tl.program_id(0).to(tl.int64)
     offs = pid * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     x = tl.load(x_ptr + offs, mask=mask, other=0.0)
     for _ in range(0, reps // UNROLL):
         for _u in tl.static_range(UNROLL):
-            x = x * a + b
+            x = _step(x, a, b, EXP)
     for _ in range(0, reps % UNROLL):
-        x = x * a + b
+        x = _step(x, a, b, EXP)
     tl.store(out_ptr + offs, x, mask=mask)
 
 
@@ -96,8 +93,8 @@ def exp_chain(x: torch.Tensor, reps: int, out: torch.Tensor | None = None, *, a:
     out = _launch_args(x, out, reps, block, "exp_chain")
     n = x.numel()
     if n:
-        _exp_chain_kernel[(triton.cdiv(n, block),)](x, out, n, reps, a, BLOCK=block, UNROLL=UNROLL,
-                                                     num_warps=num_warps)
+        _chain_kernel[(triton.cdiv(n, block),)](x, out, n, reps, a, 0.0, EXP=True, BLOCK=block, UNROLL=UNROLL,
+                                                num_warps=num_warps)
     return out
 
 
@@ -107,8 +104,8 @@ def fma_chain(x: torch.Tensor, reps: int, out: torch.Tensor | None = None, *, a:
     out = _launch_args(x, out, reps, block, "fma_chain")
     n = x.numel()
     if n:
-        _fma_chain_kernel[(triton.cdiv(n, block),)](x, out, n, reps, a, b, BLOCK=block, UNROLL=UNROLL,
-                                                     num_warps=num_warps)
+        _chain_kernel[(triton.cdiv(n, block),)](x, out, n, reps, a, b, EXP=False, BLOCK=block, UNROLL=UNROLL,
+                                                num_warps=num_warps)
     return out
 
 
