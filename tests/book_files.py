@@ -79,3 +79,26 @@ def typed_numbers(markdown: str) -> list[str]:
     for pattern in _STRIP:
         markdown = pattern.sub(" ", markdown)
     return NUMBER.findall(markdown)
+
+
+# A bare number below 1e-12 in a committed output is a rounding residue (it changes with the thread
+# count and the BLAS build), unless a unit follows it (1.65e-18 USD/FLOP) or it is quoted code.
+_RESIDUE = re.compile(r"(?<![\w.`-])(\d\.\d+)e-(\d+)(?![\w`/.])(?!\s*[A-Za-zµ%])")
+
+
+def output_texts(path: Path) -> list[str]:
+    """Every text a notebook's committed outputs show (streams, plain text, markdown, HTML)."""
+    texts = []
+    for cell in read(path).cells:
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "stream":
+                texts.append(out.get("text", ""))
+            data = out.get("data", {})
+            if any(k.startswith("application/vnd.aibook") for k in data):
+                continue  # the machine-readable results record: full-precision floats by design
+            texts += [data[k] for k in ("text/plain", "text/markdown", "text/html") if k in data]
+    return texts
+
+
+def rounding_residues(text: str) -> list[str]:
+    return [m.group(0) for m in _RESIDUE.finditer(text) if int(m.group(2)) >= 13]

@@ -5,8 +5,7 @@ import math
 
 import pytest
 
-from utils.bank_conflicts import (BANKS, WARP, analyse, bank, column_walk, lanes_per_phase, pitch_rule,
-                                  row_walk)
+from utils.bank_conflicts import BANKS, WARP, analyse, bank, column_walk, lanes_per_phase, pitch_rule, row_walk
 
 
 def words(stride_words, width=4, base=0):

@@ -118,7 +118,8 @@ def test_gb200_is_one_gpu_of_the_rack():
     nv5 = catalog.interconnect("nvlink5")
     assert nv5.q("nvl72_domain_gpus").to("GPU").magnitude == 72
     per_gpu = nv5.q("nvl72_aggregate_bandwidth") / nv5.q("nvl72_domain_gpus")
-    assert per_gpu.to("GB/s/GPU").magnitude == pytest.approx(gb.q("scaleup_bandwidth_bidirectional").to("GB/s").magnitude, rel=0.01)
+    scaleup = gb.q("scaleup_bandwidth_bidirectional").to("GB/s").magnitude
+    assert per_gpu.to("GB/s/GPU").magnitude == pytest.approx(scaleup, rel=0.01)
 
 
 def test_switch_radices():
@@ -201,7 +202,8 @@ def test_llama3_405b_run_is_consistent():
         row = {f: run.q(f"table4_row{i}_{f}").magnitude for f in ("gpus", "tp", "cp", "pp", "dp")}
         assert row["tp"] * row["cp"] * row["pp"] * row["dp"] == row["gpus"], i
         # Each row's global batch is data-parallel groups x sequences per group x sequence length: the 16M tokens.
-        tokens = row["dp"] * run.q(f"table4_row{i}_batch_per_dp").magnitude * run.q(f"table4_row{i}_seq_len").to("token").magnitude
+        seq_len = run.q(f"table4_row{i}_seq_len").to("token").magnitude
+        tokens = row["dp"] * run.q(f"table4_row{i}_batch_per_dp").magnitude * seq_len
         assert tokens == pytest.approx(run.q("batch_tokens").to("token").magnitude, rel=0.05), i
         # Table 4's MFU is its per-GPU rate over the dense bf16 peak, printed to a percentage point.
         mfu = (run.q(f"table4_row{i}_tflops_per_gpu") / peak).to("").magnitude

@@ -240,8 +240,9 @@ def test_chain_refuses_bad_arguments(bad):
 # --- tiled attention (FlashAttention-style forward) ---------------------------------------------------
 # tl.dot is in this kernel: fp32 and fp16 only under the interpreter (bf16 tl.dot is garbage there).
 
-from utils.kernels import attention, attention_reference, materialised_attention  # noqa: E402
 import importlib  # noqa: E402
+
+from utils.kernels import attention, attention_reference, materialised_attention  # noqa: E402
 
 ATT = importlib.import_module("utils.kernels.attention")
 ATT_TOL = {torch.float32: 1e-5, torch.float16: 2e-3}

@@ -121,7 +121,7 @@ def test_results_keep_their_dimensions():
 
 
 def test_kv_term_intensity_gqa_and_mla():
-    from utils.models import kv_term_intensity, kv_copies
+    from utils.models import kv_copies, kv_term_intensity
     llama = catalog.model("llama-3-70b")
     # 64 query heads x 128 x 4 FLOPs over 2 x 8 x 128 bf16 elements = 32768 / 4096 = 8 FLOP/byte
     assert kv_term_intensity(llama, 2).to("FLOP/byte").m == pytest.approx(8.0)

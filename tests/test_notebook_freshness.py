@@ -4,7 +4,6 @@ import subprocess
 import sys
 
 import nbformat
-
 from book_files import ROOT
 
 

@@ -3,7 +3,7 @@ agreement on block-aligned traces, the multi-turn closed form, and their input c
 integer and is asserted exactly (no tolerance: nothing here is measured)."""
 import pytest
 
-from utils.prefix_cache import (BlockHashCache, RadixCache, block_hashes, multi_turn_trace, simulate)
+from utils.prefix_cache import BlockHashCache, RadixCache, block_hashes, multi_turn_trace, simulate
 
 
 def seq(start, n):

@@ -3,8 +3,8 @@ the buy-vs-rent chapter's parameter defaults are the catalog's values (a price c
 import datetime as dt
 
 import pytest
-
 from book_files import ROOT
+
 from utils import catalog
 from utils.catalog import KINDS
 from utils.rederive import defaults

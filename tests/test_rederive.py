@@ -4,7 +4,6 @@ import subprocess
 import sys
 
 import pytest
-
 from book_files import ROOT
 
 
@@ -21,31 +20,56 @@ def tree_state():
     return status, [(str(p), p.stat().st_mtime_ns) for p in files]
 
 
-def test_list_names_chapters_and_defaults():
+def test_list_names_chapters_defaults_units_and_keys():
     r = rederive("--list")
     assert r.returncode == 0, r.stderr
-    assert "six-nd" in r.stdout and "n_params=70000000000.0" in r.stdout
+    assert "six-nd (training)" in r.stdout and "n_tokens = 15000000000000.0 token" in r.stdout
+    assert "valid: deepseek-v3" in r.stdout
 
 
 def test_six_nd_for_llama_405b():
     before = tree_state()
-    r = rederive("six-nd", "--set", "n_params=405e9", "--set", "n_tokens=15.6e12", "--json")
+    r = rederive("six-nd", "--set", "model=llama-3-405b", "--set", "n_tokens=15.6e12", "--json")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["chapter"] == "six-nd"
-    assert out["parameters"]["n_params"] == 405e9
+    assert out["parameters"]["model"] == "llama-3-405b"
     assert out["results"]["train_flops"]["unit"] == "FLOP"
-    assert out["results"]["train_flops"]["value"] == pytest.approx(6 * 405e9 * 15.6e12, rel=1e-12)
+    from utils import catalog
+    from utils.models import param_count
+    n = param_count(catalog.model("llama-3-405b"))["active"].m
+    assert out["results"]["train_flops"]["value"] == pytest.approx(6 * n * 15.6e12, rel=1e-12)
     assert tree_state() == before, "re-deriving wrote into the repository"
+
+
+def test_fast_path_and_notebook_give_identical_results():
+    sets = ["--set", "model=llama-3-405b", "--set", "context_tokens=32768", "--json"]
+    fast, page = rederive("six-nd", *sets), rederive("six-nd", *sets, "--notebook")
+    assert fast.returncode == 0 and page.returncode == 0, (fast.stderr, page.stderr)
+    assert json.loads(fast.stdout) == json.loads(page.stdout)
+
+
+def test_html_writes_one_standalone_page(tmp_path):
+    before = tree_state()
+    out = tmp_path / "six-nd.html"
+    r = rederive("six-nd", "--set", "model=llama-3-8b", "--html", str(out))
+    assert r.returncode == 0, r.stderr
+    text = out.read_text()
+    assert "For Llama 3 8B the rule gives" in text and "{glue" not in text and "<details>" in text and "MathJax" in text
+    assert tree_state() == before
 
 
 @pytest.mark.parametrize("args, message", [
     (["no-such-chapter"], "unknown chapter 'no-such-chapter'"),
-    (["six-nd", "--set", "n_parms=1e9"], "has no parameter 'n_parms'"),
-    (["six-nd", "--set", "n_params=seventy"], "n_params must be a number"),
-    (["six-nd", "--set", "n_params"], "--set takes name=value"),
+    (["six-nd", "--set", "n_tokns=1e9"], "has no parameter 'n_tokns'; did you mean 'n_tokens'"),
+    (["six-nd", "--set", "n_tokens=seventy"], "n_tokens must be a number"),
+    (["six-nd", "--set", "n_tokens"], "--set takes name=value"),
     (["six-nd", "--set", "n_tokens=-1e12"], "n_tokens must be > 0"),
-    (["six-nd", "--set", "n_layers=0"], "n_layers must be a whole number"),
+    (["six-nd", "--set", "context_tokens=0"], "context_tokens must be a whole number"),
+    (["six-nd", "--set", "n_params=405e9"], "n_params cannot be set"),
+    (["six-nd", "--set", "model=llama3"], "did you mean 'llama-3-8b'"),
+    (["six-nd", "--set", "model=/no/such/config.json"], "no such file"),
+    (["six-nd", "--html", "/no/such/dir/x.html"], "no such folder"),
     (["six-nd", "--bogus"], "unrecognized arguments"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, message):

@@ -19,16 +19,16 @@ def test_publish_glues_formatted_text_and_records_value(glued):
     page = Page("x")
     text = page.publish("train_flops", q(6.3e24, "FLOP"), "FLOP", label="compute")
     assert text == "6.30e24 FLOP" and glued["train_flops"] == text
-    assert page.results["train_flops"] == {"value": 6.3e24, "unit": "FLOP", "kind": "derived",
+    assert page.published["train_flops"] == {"value": 6.3e24, "unit": "FLOP", "kind": "derived",
                                           "label": "compute"}
 
 
 def test_publish_converts_units_and_percent(glued):
     page = Page("x")
     page.publish("bw", q(3.35, "TB/s"), "GB/s", label="bw")
-    assert page.results["bw"]["value"] == pytest.approx(3350) and page.results["bw"]["unit"] == "GB/s"
+    assert page.published["bw"]["value"] == pytest.approx(3350) and page.published["bw"]["unit"] == "GB/s"
     page.publish("share", q(0.25, ""), "", label="share", percent=True)
-    assert glued["share"] == "25%" and page.results["share"]["unit"] == ""
+    assert glued["share"] == "25%" and page.published["share"]["unit"] == ""
 
 
 def test_duplicate_glue_key_and_bad_verdict_raise(glued):
@@ -46,9 +46,9 @@ def test_emitted_outputs_round_trip(glued):
     page.claim("c", quote="q", source="s", claimed="1", derived="1", verdict="holds", reason="r")
     nb = nbformat.v4.new_notebook()
     cell = nbformat.v4.new_code_cell("")
-    cell.outputs = [nbformat.v4.new_output("display_data", data={RESULTS_MIME: page.results,
-                                                                  "text/plain": json.dumps(page.results)}),
-                    nbformat.v4.new_output("display_data", data={CLAIMS_MIME: page.claims})]
+    cell.outputs = [nbformat.v4.new_output("display_data", data={RESULTS_MIME: page.published,
+                                                                  "text/plain": json.dumps(page.published)}),
+                    nbformat.v4.new_output("display_data", data={CLAIMS_MIME: page.claims_made})]
     nb.cells = [cell]
     res, claims = read_outputs(nb)
     assert res["n"]["value"] == 5 and res["n"]["unit"] == "GPU"

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from utils.sampling import (nucleus_size, probabilities, sample, softmax, total_variation, tv_bound)
+from utils.sampling import nucleus_size, probabilities, sample, softmax, total_variation, tv_bound
 
 RNG_LOGITS = np.random.default_rng(1).normal(0, 3, 1000)
 ZIPF = -1.1 * np.log(np.arange(1, 32001))          # logit of rank r: -s ln r, so p_r ~ r^-s

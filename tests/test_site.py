@@ -30,8 +30,8 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
-
 from book_files import ROOT, markdown_cells, read, toc_files
+
 from utils import book_index
 from utils.results import read_outputs
 

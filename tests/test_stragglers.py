@@ -5,12 +5,29 @@ import math
 import numpy as np
 import pytest
 
-from utils.stragglers import (MAD_TO_SIGMA, detect_slow_ranks, detection_probability,
-                              detection_threshold, expected_max_normals, exponential_max_excess,
-                              harmonic, idle_gpu_hours_per_day, idle_share, idle_time,
-                              normal_max_exact, normal_max_gumbel, normal_max_leading, per_rank_alpha,
-                              robust_z, simulate_rank_times, simulate_step_times, step_time,
-                              steps_to_detect, throttle_tax, throttled_step)
+from utils.stragglers import (
+    MAD_TO_SIGMA,
+    detect_slow_ranks,
+    detection_probability,
+    detection_threshold,
+    expected_max_normals,
+    exponential_max_excess,
+    harmonic,
+    idle_gpu_hours_per_day,
+    idle_share,
+    idle_time,
+    normal_max_exact,
+    normal_max_gumbel,
+    normal_max_leading,
+    per_rank_alpha,
+    robust_z,
+    simulate_rank_times,
+    simulate_step_times,
+    step_time,
+    steps_to_detect,
+    throttle_tax,
+    throttled_step,
+)
 
 # Monte-Carlo checks allow 5 standard errors: a false failure has probability below 6e-7 per check.
 K_SE = 5.0

@@ -1,7 +1,7 @@
 import pint
 import pytest
 
-from utils.units import DimensionalityError, Q_, fmt, pct, q, ureg
+from utils.units import Q_, DimensionalityError, fmt, pct, q, ureg
 
 
 def test_bytes_and_parameters_do_not_add():

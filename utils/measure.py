@@ -53,8 +53,20 @@ from typing import Callable
 import utils.measurements  # noqa: F401 - fills REGISTRY
 from utils.measure_schema import SchemaError, errors, schema, validate  # noqa: F401
 from utils.measurements.attention_forward import ATTENTION_BLOCK_Q  # noqa: F401
-from utils.measurements.common import (MODES, REGISTRY, UNITS, _DTYPES, CheckResult, Measurement,  # noqa: F401
-                                       Settings, Variant, _torch, register, rel_err, rotation)
+from utils.measurements.common import (  # noqa: F401
+    _DTYPES,
+    MODES,
+    REGISTRY,
+    UNITS,
+    CheckResult,
+    Measurement,
+    Settings,
+    Variant,
+    _torch,
+    register,
+    rel_err,
+    rotation,
+)
 from utils.measurements.fused_softmax import _SHORT, SOFTMAX_FLOPS_PER_ELEMENT, _shape_key  # noqa: F401
 from utils.measurements.kernel_fusion import CHAIN_OPS  # noqa: F401
 

@@ -364,3 +364,38 @@ def listing(*, directory: Path | str | None = None) -> Listing:
         rows.append((name, p["gpu"], f"{p['driver']} / {p['cuda']} / {p['torch']} / {p['triton']}",
                      p["date"][:10], f"{key} {show(q)}", show(sheet[0]) if sheet else "-", ratio))
     return Listing(tuple(rows))
+
+
+@dataclass(frozen=True)
+class Report:
+    """A chapter's measurement section in one output: a table for each comparison that has a record,
+    and one short note, once, for all that do not (what will be measured, and how)."""
+    comparisons: tuple
+    what: str = ""
+
+    @property
+    def pending(self) -> list:
+        return [c for c in self.comparisons if c.record is None]
+
+    def _note(self) -> str:
+        names = ", ".join(f"`{n}`" for n in dict.fromkeys(c.name for c in self.pending))
+        what = f" {self.what}" if self.what else ""
+        return (":::{note} Not yet measured\n"
+                f"No GPU record of {names} is on file yet.{what} `make measure` on a machine with a CUDA GPU "
+                "runs it and writes the record; this section then shows prediction, measurement and residual.\n:::\n")
+
+    def _repr_markdown_(self) -> str:
+        parts = [c._repr_markdown_() for c in self.comparisons if c.record is not None]
+        if self.pending:
+            parts.append(self._note())
+        return "\n".join(parts)
+
+    def __repr__(self) -> str:
+        return "\n".join([str(c) for c in self.comparisons if c.record is not None]
+                         + ([self._note()] if self.pending else []))
+
+
+def report(*comparisons: Comparison, what: str = "") -> Report:
+    """One measurement section: `report(compare("copy-bandwidth", ...), compare("matmul-rate", ...),
+    what="the add kernel against the two host copies")`."""
+    return Report(tuple(comparisons), what)

@@ -160,3 +160,18 @@ def kv_copies(m, gpus: int) -> float:
     if is_mla(m):
         return float(gpus)
     return max(1.0, gpus / _n(m, "n_kv_heads"))
+
+
+def n_layers(m) -> int:
+    return _n(m, "n_layers")
+
+
+def attention_width(m) -> int:
+    """The width d_attn of attention's two products, QK^T and AV, per layer: query heads x head dim.
+    Their FLOPs are 2 T^2 (d_qk + d_v) per sequence and layer, so for MLA (whose query/key heads are
+    qk_nope + qk_rope wide and value heads v_head_dim wide) d_attn is the mean of the two widths."""
+    h = _n(m, "n_heads")
+    if is_mla(m):
+        qk, v = _n(m, "qk_nope_head_dim") + _n(m, "qk_rope_head_dim"), _n(m, "v_head_dim")
+        return h * (qk + v) // 2
+    return h * _n(m, "head_dim")

@@ -1,13 +1,18 @@
-"""Checks on a chapter's parameters, run in the chapter itself right after its parameters cell.
+"""A chapter's parameters: their spec (name, default, unit, meaning, check, source) and the checks.
+
+Every chain module in utils/chains/ lists its parameters as `Param`s. The chapter's `parameters` cell
+holds the same names with the defaults as plain literals (a test holds them together), the re-derive
+command parses `--set name=value` against the spec, and `Param.check` turns a raw value into what the
+chain uses: a float, an int, or a catalog Entry for a key (a model also takes a config.json path).
 
 A ParameterError's message is one line that names the parameter, the rule and the value; the re-derive
-command prints exactly that line and exits 2. Catalog keys are checked the same way (CatalogKeyError
-lists the valid keys).
+command prints exactly that line and exits 2.
 """
 from __future__ import annotations
 
 import math
 import numbers
+from dataclasses import dataclass
 
 from utils import catalog
 
@@ -44,6 +49,14 @@ def fraction(**values) -> None:
             raise ParameterError(f"{name} must be a fraction in (0, 1], got {v!r}")
 
 
+def share(**values) -> None:
+    """Each value in [0, 1): a share that may be zero but never all (a hit rate, a loss, a fraction
+    of tokens that is subtracted from one and divided by)."""
+    for name, v in values.items():
+        if not 0 <= _number(name, v) < 1:
+            raise ParameterError(f"{name} must be a fraction in [0, 1), got {v!r}")
+
+
 def at_least(minimum: float, **values) -> None:
     for name, v in values.items():
         if _number(name, v) < minimum:
@@ -58,11 +71,81 @@ def whole(**values) -> None:
 
 
 def key(kind: str, **values) -> catalog.Entry:
-    """A catalog key of `kind`; returns the entry (only one value may be passed)."""
+    """A catalog key of `kind`; returns the entry (only one value may be passed). A model or an
+    accelerator may also be the path of a file (a Hugging Face config.json, a spec file)."""
     (name, v), = values.items()
     if not isinstance(v, str):
         raise ParameterError(f"{name} must be a {kind} key (a string), got {v!r}")
     try:
-        return catalog.entry(kind, v)
-    except catalog.CatalogKeyError as e:
+        return catalog.resolve(kind, v)
+    except (catalog.CatalogKeyError, catalog.CatalogFileError) as e:
         raise ParameterError(f"{name}: {e}") from None
+
+
+# The checks a Param may name. Catalog kinds ("model", "accelerator", ...) are checked by `key`.
+CHECKS = {
+    "positive": positive, "non_negative": non_negative, "fraction": fraction, "share": share,
+    "whole": whole, "text": None, "bool": None,
+}
+
+
+@dataclass(frozen=True)
+class Param:
+    """One input of a chain.
+
+    default: a plain literal (float for anything a reader may set to 1e9, int for counts, str for
+    catalog keys), exactly what the chapter's parameters cell holds. unit: the unit the number is in
+    ("" for counts and fractions; catalog keys have none). check: one of CHECKS, a catalog kind, or
+    "choice" with `choices`. source: where the default comes from (a catalog entry, a document and the
+    date it was read, or "this book's assumption")."""
+    name: str
+    default: object
+    meaning: str
+    unit: str = ""
+    check: str = "positive"
+    source: str = ""
+    choices: tuple = ()
+
+    def __post_init__(self):
+        if self.check not in CHECKS and self.check != "choice" and self.check not in catalog.kinds():
+            raise ValueError(f"parameter {self.name}: unknown check {self.check!r}")
+        if self.check == "choice" and self.default not in self.choices:
+            raise ValueError(f"parameter {self.name}: default {self.default!r} is not a choice")
+
+    @property
+    def is_key(self) -> bool:
+        return self.check in catalog.kinds()
+
+    def coerce(self, value):
+        """A value of the default's type: a number stays a number (int defaults take whole floats),
+        a bool stays a bool, a string stays a string."""
+        d = self.default
+        if isinstance(d, bool):
+            if not isinstance(value, bool):
+                raise ParameterError(f"{self.name} must be True or False, got {value!r}")
+            return value
+        if isinstance(d, str):
+            if not isinstance(value, str):
+                raise ParameterError(f"{self.name} must be a string, got {value!r}")
+            return value
+        _number(self.name, value)
+        if isinstance(d, int) and not isinstance(value, int):
+            if float(value) != int(value):
+                raise ParameterError(f"{self.name} must be a whole number, got {value!r}")
+            return int(value)
+        return float(value) if isinstance(d, float) else value
+
+    def check_value(self, value):
+        """The checked value the chain uses: a number, a bool, a str, or a catalog Entry for a key."""
+        value = self.coerce(value)
+        if self.is_key:
+            return key(self.check, **{self.name: value})
+        if self.check == "choice":
+            if value not in self.choices:
+                raise ParameterError(f"{self.name} must be one of {', '.join(map(str, self.choices))}, "
+                                     f"got {value!r}")
+            return value
+        rule = CHECKS[self.check]
+        if rule is not None:
+            rule(**{self.name: value})
+        return value

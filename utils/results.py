@@ -7,6 +7,11 @@
     page.claim("train-flops", quote=..., source=..., claimed=..., derived=..., verdict="holds", reason=...)
     page.emit()                                    # last cell (tagged remove-cell): the JSON record
 
+A chapter whose chain lives in utils/chains/ publishes through its module in one call each:
+    page.results(chain)            # every Result of the module, from compute()'s output
+    page.claims()                  # every Claim of the module's claims(), judged on its own inputs
+    page.glue({"ex1-flops": ...})  # many prose numbers at once (exercise answers, comparisons)
+
 `emit` displays two JSON outputs that the re-derive command and the book's index pages read from a
 notebook: RESULTS_MIME = {name: {"value": float, "unit": str, "kind": "derived"|"measured", "label"}},
 CLAIMS_MIME = [{name, quote, source, claimed, derived, verdict, reason}]. Every value is formatted by
@@ -17,10 +22,10 @@ from __future__ import annotations
 import json
 
 from utils.units import fmt, pct
+from utils.verdicts import VERDICTS, Claim
 
 RESULTS_MIME = "application/vnd.aibook.results+json"
 CLAIMS_MIME = "application/vnd.aibook.claims+json"
-VERDICTS = ("holds", "holds under an assumption", "wrong")
 RESULT_KINDS = ("derived", "measured")
 
 
@@ -41,8 +46,8 @@ def _as_record(x, unit: str | None) -> dict:
 class Page:
     def __init__(self, slug: str):
         self.slug = slug
-        self.results: dict[str, dict] = {}
-        self.claims: list[dict] = []
+        self.published: dict[str, dict] = {}
+        self.claims_made: list[dict] = []
         self._glued: dict[str, str] = {}
 
     def text(self, name: str, x, unit: str | None = None, *, percent: bool = False, **fmt_args) -> str:
@@ -60,25 +65,55 @@ class Page:
         if kind not in RESULT_KINDS:
             raise ValueError(f"kind must be one of {RESULT_KINDS}")
         record = _as_record(x, unit)
-        self.results[name] = {**record, "kind": kind, "label": label}
+        self.published[name] = {**record, "kind": kind, "label": label}
         return self.text(name, x, unit, **fmt_args)
 
     def claim(self, name: str, *, quote: str, source: str, claimed: str, derived: str,
-              verdict: str, reason: str) -> None:
-        """A claim from the source documents and the book's verdict on it (shown on the claims page)."""
-        if verdict not in VERDICTS:
+              verdict: str, reason: str, reading: str = "", nearest_true: str = "") -> None:
+        """A claim from the source documents and the book's verdict on it (shown on the claims page).
+        Glues claim-<name>-quote, claim-<name>-verdict and claim-<name>-reason for the check section."""
+        self.add_claim(Claim(name, quote, source, claimed, derived, verdict, reason, reading, nearest_true))
+
+    def add_claim(self, c: Claim) -> None:
+        if c.verdict not in VERDICTS:
             raise ValueError(f"verdict must be one of {VERDICTS}")
-        self.claims.append(dict(name=name, quote=quote, source=source, claimed=claimed,
-                                derived=derived, verdict=verdict, reason=reason))
-        self.text(f"claim-{name}-quote", quote)
+        self.claims_made.append(c.record())
+        self.text(f"claim-{c.name}-quote", c.quote)
+        self.text(f"claim-{c.name}-verdict", c.verdict)
+        self.text(f"claim-{c.name}-reason", c.reason)
+        if c.reading:
+            self.text(f"claim-{c.name}-reading", c.reading)
+        if c.nearest_true:
+            self.text(f"claim-{c.name}-true", c.nearest_true)
+
+    # --- a chapter with a chain module (utils/chains/<slug>.py) ---------------------------------
+    def results(self, computed) -> dict:
+        """Publish every Result of this chapter's chain module from compute()'s output, in order."""
+        from utils import chains
+        for r in chains.results(self.slug):
+            self.publish(r.name, computed[r.key], r.unit, label=r.label, percent=r.percent, digits=r.digits)
+        return chains.extract(self.slug, computed)
+
+    def claims(self) -> list[Claim]:
+        """Judge and publish every claim of this chapter's chain module (on the claims' own inputs)."""
+        from utils import chains
+        judged = chains.claims(self.slug)
+        for c in judged:
+            self.add_claim(c)
+        return judged
+
+    def glue(self, texts: dict) -> None:
+        """Glue many prose numbers at once: {key: quantity, number or already formatted str}."""
+        for name, x in texts.items():
+            self.text(name, x)
 
     def emit(self):
         """Display the machine-readable record (the last cell of every chapter)."""
         from IPython.display import display
-        display({RESULTS_MIME: self.results,
-                 "text/plain": json.dumps(self.results, indent=1, sort_keys=True)}, raw=True)
-        display({CLAIMS_MIME: self.claims,
-                 "text/plain": json.dumps(self.claims, indent=1, sort_keys=True)}, raw=True)
+        display({RESULTS_MIME: self.published,
+                 "text/plain": json.dumps(self.published, indent=1, sort_keys=True)}, raw=True)
+        display({CLAIMS_MIME: self.claims_made,
+                 "text/plain": json.dumps(self.claims_made, indent=1, sort_keys=True)}, raw=True)
 
 
 def read_outputs(nb) -> tuple[dict, list]:

@@ -119,3 +119,43 @@ def short(x, digits: int = 3) -> str:
             text = _plain(v / scale, digits)
             return (text.rstrip("0").rstrip(".") if "." in text else text) + suffix
     return _plain(v, digits)
+
+
+def bound(error: float, below: float = 1e-12) -> str:
+    """A rounding residue printed as a bound: 'below 1e-12', or the value itself when it is not noise.
+
+    An error of 3e-16 differs with the thread count and the BLAS build, so printing it makes a notebook's
+    outputs machine-dependent; the bound is what the reader needs and is the same everywhere."""
+    error = float(error)
+    if not math.isfinite(error) or error < 0:
+        raise ValueError(f"an error must be finite and >= 0, got {error}")
+    return f"below {below:.0e}".replace("e-0", "e-") if error < below else fmt(error, digits=2, style="sci")
+
+
+def num(x, digits: int = 3) -> str:
+    """A plain count for prose and tables, without trailing zeros: 8, 59.5, 300."""
+    text = fmt(x, style="plain", digits=digits)
+    return text.rstrip("0").rstrip(".") if "." in text.split(" ")[0] else text
+
+
+def duration(x, digits: int = 3) -> str:
+    """A time for prose: µs, ms or s below a minute, then minutes, hours or days (never e-notation)."""
+    s = float(x.to("s").magnitude) if isinstance(x, pint.Quantity) else float(x)
+    for limit, unit in ((1e-3, "µs"), (1, "ms"), (120, "s"), (2 * 3600, "min"), (2 * 86400, "h")):
+        if abs(s) < limit:
+            return fmt(Q_(s, "s").to(unit), digits=digits)
+    return fmt(Q_(s, "s").to("day"), digits=digits)
+
+
+def auto_bytes(x, digits: int = 3) -> str:
+    """Bytes in the decimal prefix that reads best: 512 MB, 1.61 TB (GiB only where a chapter says so)."""
+    b = float(x.to("B").magnitude) if isinstance(x, pint.Quantity) else float(x)
+    for scale, unit in ((1e15, "PB"), (1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB")):
+        if abs(b) >= scale:
+            return fmt(Q_(b, "B").to(unit), digits=digits)
+    return fmt(Q_(b, "B"), digits=digits)
+
+
+def escape_dollars(text: str) -> str:
+    """A source title's dollar signs are prices, not math: escape them for MyST."""
+    return text.replace("$", "\\$")

@@ -15,6 +15,7 @@ Where sources disagree the primary value is the one the book uses and `alternati
 """
 from __future__ import annotations
 
+import difflib
 import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -32,6 +33,11 @@ class CatalogKeyError(KeyError):
 
     def __str__(self) -> str:
         return self.args[0]
+
+
+class CatalogFileError(ValueError):
+    """A file given where a catalog key may be (a config.json, a spec file) that cannot be read as one:
+    missing, not valid JSON or TOML, or lacking a field the chains need (the message names it)."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +81,11 @@ class Entry:
 
     def __contains__(self, field_name: str) -> bool:
         return field_name in self.values
+
+    @property
+    def short_name(self) -> str:
+        """The name without its parenthesis, for legends and tables: 'H100 SXM' for 'H100 SXM (80 GB)'."""
+        return self.name.split(" (")[0]
 
     def q(self, field_name: str):
         """The quantity itself: accelerator('h100-sxm').q('bf16_dense') -> 989.4 TFLOP/s."""
@@ -134,11 +145,53 @@ def keys(kind: str) -> list[str]:
     return sorted(_load(kind))
 
 
+def nearest(key: str, valid: list[str]) -> str | None:
+    """The valid key a reader most likely meant: the one it starts, else the closest spelling."""
+    starts = [k for k in valid if k.startswith(key)]
+    if len(starts) >= 1:
+        return sorted(starts, key=len)[0]
+    close = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
 def entry(kind: str, key: str) -> Entry:
     table = _load(kind)
     if key not in table:
-        raise CatalogKeyError(f"unknown {kind} {key!r}; valid: {', '.join(sorted(table))}")
+        hint = nearest(key, sorted(table))
+        did = f"did you mean {hint!r}? " if hint else ""
+        raise CatalogKeyError(f"unknown {kind} {key!r}; {did}valid: {', '.join(sorted(table))}")
     return table[key]
+
+
+def looks_like_path(value: str) -> bool:
+    return "/" in value or value.endswith((".json", ".toml"))
+
+
+def resolve(kind: str, value: str) -> Entry:
+    """A catalog key, or for a model or an accelerator the path of a file that describes one (a Hugging
+    Face config.json; a spec file in the catalog's schema), read offline into an Entry."""
+    if not looks_like_path(value):
+        return entry(kind, value)
+    path = Path(value).expanduser()
+    if not path.is_file():
+        raise CatalogFileError(f"no such file {value!r} (a {kind} is a catalog key or a file)")
+    loader = _FILE_LOADERS.get(kind)
+    if loader is None:
+        raise CatalogFileError(f"a {kind} is a catalog key, not a file: {value!r}")
+    return loader(path)
+
+
+def _model_from_file(path: Path) -> Entry:
+    from utils.hf_config import model_entry  # imported late: only a file path needs it
+    return model_entry(path)
+
+
+def _accelerator_from_file(path: Path) -> Entry:
+    from utils.catalog.specfile import accelerator_entry
+    return accelerator_entry(path)
+
+
+_FILE_LOADERS = {"model": _model_from_file, "accelerator": _accelerator_from_file}
 
 
 def accelerator(key: str) -> Entry:

@@ -5,7 +5,8 @@ Under the Triton interpreter (TRITON_INTERPRET=1, set before triton is imported)
 which is how the tests check it on a machine with no GPU. Import it by module path
 (`from utils.kernels.vector_add import add`); it is exported from nowhere else.
 
-add           the kernel (16-bit floats are added in fp32 and the sum rounded once). Program `pid` handles elements pid * BLOCK ... pid * BLOCK + BLOCK - 1 (Triton's
+add           the kernel (16-bit floats are added in fp32 and the sum rounded once). Program `pid`
+              handles elements pid * BLOCK ... pid * BLOCK + BLOCK - 1 (Triton's
               form of CUDA's blockIdx.x * blockDim.x + threadIdx.x); the program id is widened to 64 bits
               before the multiply, so arrays of more than 2**31 elements are indexed correctly; the mask
               `offsets < n` is the bounds check, which keeps the last program's lanes past the end from

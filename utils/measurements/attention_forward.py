@@ -2,9 +2,20 @@
 torch's scaled_dot_product_attention (chapters/kernels/attention-traffic.ipynb)."""
 from __future__ import annotations
 
-from utils.measurements.common import (_torch, CheckResult, rel_err, Variant, Measurement, register,
-                                       rotation, _cycle, _DTYPES, _dtype, _metric, _ratio)
-
+from utils.measurements.common import (
+    _DTYPES,
+    CheckResult,
+    Measurement,
+    Variant,
+    _cycle,
+    _dtype,
+    _metric,
+    _ratio,
+    _torch,
+    register,
+    rel_err,
+    rotation,
+)
 
 ATTENTION_BLOCK_Q = 128               # the Triton kernel's query rows per program (utils.kernels.attention)
 _ATTENTION_TOLERANCE = {"float32": 2e-3, "float16": 2e-3, "bfloat16": 1e-2}   # fp32: tf32 products on a GPU
@@ -33,7 +44,9 @@ def attention_bytes(size: dict, variant: str) -> int:
 def _attention_prepare(rt, size):
     torch = _torch()
     import torch.nn.functional as F
-    from utils.kernels import attention as triton_attention, materialised_attention
+
+    from utils.kernels import attention as triton_attention
+    from utils.kernels import materialised_attention
     b, h, n, d, name = size["batch"], size["heads"], size["n"], size["d"], size["dtype"]
     dtype = _dtype(name)
     shape = (b, h, n, d)

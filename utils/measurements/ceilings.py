@@ -2,9 +2,20 @@
 bandwidth (copy-bandwidth) and dense matrix product rate (matmul-rate)."""
 from __future__ import annotations
 
-from utils.measurements.common import (_torch, exact_check, poisoned_check, matmul_check, Variant, Measurement, register,
-                                       rotation, _cycle, _DTYPES, _dtype, _metric)
-
+from utils.measurements.common import (
+    _DTYPES,
+    Measurement,
+    Variant,
+    _cycle,
+    _dtype,
+    _metric,
+    _torch,
+    exact_check,
+    matmul_check,
+    poisoned_check,
+    register,
+    rotation,
+)
 
 # copy-bandwidth -----------------------------------------------------------------------------------
 

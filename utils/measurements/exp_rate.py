@@ -11,8 +11,17 @@ so at reps = 256 the memory traffic is a few percent of the time and overlapped.
 """
 from __future__ import annotations
 
-from utils.measurements.common import (_torch, matmul_check, poisoned_check, sampled_check, Variant, Measurement,
-                                       register, _metric, _ratio)
+from utils.measurements.common import (
+    Measurement,
+    Variant,
+    _metric,
+    _ratio,
+    _torch,
+    matmul_check,
+    poisoned_check,
+    register,
+    sampled_check,
+)
 
 
 def _is_matmul(size: dict) -> bool:

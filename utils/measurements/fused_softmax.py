@@ -2,9 +2,22 @@
 tensor (chapters/kernels/fused-softmax.ipynb)."""
 from __future__ import annotations
 
-from utils.measurements.common import (_torch, exact_check, poisoned_check, rows_check, Variant, Measurement, register,
-                                       rotation, _cycle, _DTYPES, _dtype, _metric, _ratio, _logits)
-
+from utils.measurements.common import (
+    _DTYPES,
+    Measurement,
+    Variant,
+    _cycle,
+    _dtype,
+    _logits,
+    _metric,
+    _ratio,
+    _torch,
+    exact_check,
+    poisoned_check,
+    register,
+    rotation,
+    rows_check,
+)
 
 _SHORT = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 SOFTMAX_FLOPS_PER_ELEMENT = 5        # compare for the max, subtract, exp, add for the sum, multiply

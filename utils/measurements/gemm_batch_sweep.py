@@ -2,8 +2,17 @@
 roofline (chapters/roofline/decode-roofline.ipynb and prefill-vs-decode.ipynb)."""
 from __future__ import annotations
 
-from utils.measurements.common import (_torch, CheckResult, rel_err, Variant, Measurement, register,
-                                       rotation, _cycle, _metric)
+from utils.measurements.common import (
+    CheckResult,
+    Measurement,
+    Variant,
+    _cycle,
+    _metric,
+    _torch,
+    register,
+    rel_err,
+    rotation,
+)
 
 
 def _sweep_prepare(rt, size):

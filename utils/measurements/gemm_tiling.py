@@ -2,9 +2,19 @@
 bf16 matrices (chapters/kernels/gemm-tiling.ipynb)."""
 from __future__ import annotations
 
-from utils.measurements.common import (_torch, matmul_check, Variant, Measurement, register, rotation, _cycle,
-                                       _DTYPES, _dtype, _metric, _ratio)
-
+from utils.measurements.common import (
+    _DTYPES,
+    Measurement,
+    Variant,
+    _cycle,
+    _dtype,
+    _metric,
+    _ratio,
+    _torch,
+    matmul_check,
+    register,
+    rotation,
+)
 
 TILES = (16, 32, 64, 128)            # square tiles BLOCK_M = BLOCK_N; BLOCK_K from block_k_for
 # Relative-error norm against float64. bf16: C is rounded to bf16 (unit roundoff 2^-8 = 0.0039 bounds

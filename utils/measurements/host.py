@@ -2,9 +2,18 @@
 launch-overhead (time per kernel launch from Python, and per launch in a replayed CUDA graph)."""
 from __future__ import annotations
 
-from utils.measurements.common import (Settings, _torch, CheckResult, exact_check, Variant, Measurement,
-                                       register, _DTYPES, _dtype, _metric)
-
+from utils.measurements.common import (
+    _DTYPES,
+    CheckResult,
+    Measurement,
+    Settings,
+    Variant,
+    _dtype,
+    _metric,
+    _torch,
+    exact_check,
+    register,
+)
 
 # host-device-copy ---------------------------------------------------------------------------------
 

@@ -2,9 +2,21 @@
 torch.compile and a copy (chapters/kernels/kernel-fusion.ipynb)."""
 from __future__ import annotations
 
-from utils.measurements.common import (_torch, exact_check, poisoned_check, sampled_check, Variant, Measurement, register,
-                                       rotation, _cycle, _DTYPES, _dtype, _metric, _ratio)
-
+from utils.measurements.common import (
+    _DTYPES,
+    Measurement,
+    Variant,
+    _cycle,
+    _dtype,
+    _metric,
+    _ratio,
+    _torch,
+    exact_check,
+    poisoned_check,
+    register,
+    rotation,
+    sampled_check,
+)
 
 CHAIN_OPS = 5                         # y = gelu(x * a + b) * c + d: mul, add, gelu, mul, add
 CHAIN_FLOPS_PER_ELEMENT = 12          # 4 for the mul/add pairs, 8 for the tanh-form gelu (exp counted once)

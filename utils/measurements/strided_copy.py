@@ -2,9 +2,20 @@
 from a strided view (chapters/kernels/coalescing.ipynb)."""
 from __future__ import annotations
 
-from utils.measurements.common import (_torch, exact_check, poisoned_check, Variant, Measurement, register, rotation, _cycle,
-                                       _DTYPES, _dtype, _metric, _ratio)
-
+from utils.measurements.common import (
+    _DTYPES,
+    Measurement,
+    Variant,
+    _cycle,
+    _dtype,
+    _metric,
+    _ratio,
+    _torch,
+    exact_check,
+    poisoned_check,
+    register,
+    rotation,
+)
 
 STRIDES = (1, 2, 4, 8, 16, 32)        # elements between consecutive reads (the coalescing chapter)
 

@@ -2,8 +2,18 @@
 (chapters/kernels/top-k-radix-select.ipynb)."""
 from __future__ import annotations
 
-from utils.measurements.common import (_torch, CheckResult, Variant, Measurement, register, rotation, _cycle,
-                                       _metric, _ratio, _logits)
+from utils.measurements.common import (
+    CheckResult,
+    Measurement,
+    Variant,
+    _cycle,
+    _logits,
+    _metric,
+    _ratio,
+    _torch,
+    register,
+    rotation,
+)
 
 
 def _topk_prepare(rt, size):

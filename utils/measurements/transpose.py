@@ -13,8 +13,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from utils.measurements.common import (_torch, exact_check, poisoned_check, Variant, Measurement, register, rotation,
-                                       _cycle, _DTYPES, _metric, _ratio)
+from utils.measurements.common import (
+    _DTYPES,
+    Measurement,
+    Variant,
+    _cycle,
+    _metric,
+    _ratio,
+    _torch,
+    exact_check,
+    poisoned_check,
+    register,
+    rotation,
+)
 
 CUDA_SOURCE = Path(__file__).resolve().parents[1] / "cuda" / "transpose.cu"
 CUDA_VARIANTS = {"pitch32": "transpose_pitch32", "pitch33": "transpose_pitch33", "naive": "transpose_naive"}

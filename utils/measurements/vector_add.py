@@ -8,8 +8,21 @@ copies, so the copies' total is 2 x h2d + d2h.
 """
 from __future__ import annotations
 
-from utils.measurements.common import (Settings, _torch, sampled_check, poisoned_check, Variant, Measurement,
-                                       register, rotation, _cycle, _DTYPES, _dtype, _metric, _ratio)
+from utils.measurements.common import (
+    _DTYPES,
+    Measurement,
+    Settings,
+    Variant,
+    _cycle,
+    _dtype,
+    _metric,
+    _ratio,
+    _torch,
+    poisoned_check,
+    register,
+    rotation,
+    sampled_check,
+)
 from utils.measurements.host import _host_prepare
 
 ADDS = ("triton", "torch")
