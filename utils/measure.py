@@ -1,6 +1,6 @@
 """The book's GPU measurement harness: a registry of measurements, and the command that runs them.
 
-    python3 -m utils.measure [--only NAME ...] [--out DIR] [--quick] [--list]
+    python3 -m utils.measure [--only NAME ...] [--out DIR] [--quick | --fake] [--archive F.tar.gz] [--estimate] [--list]
 
 On a machine with a CUDA GPU it runs the selected measurements (all by default), checks each kernel's
 output against a reference before timing it, times it with CUDA events, and writes one JSON record per
@@ -336,12 +336,40 @@ def driver_version() -> str:
     return out.splitlines()[0].strip() if out else "unknown"
 
 
-def git_state() -> tuple[str, bool | None]:
+def git_state() -> tuple[str, bool | None, str]:
+    """(commit, dirty, where it came from). A tree copied to a GPU machine has no .git: the command
+    that sends it passes the commit as BOOK_GIT_COMMIT, so the record still names what was measured."""
     commit = _run_text(["git", "rev-parse", "HEAD"])
-    if not commit or not re.fullmatch(r"[0-9a-f]{40}", commit):
-        return "unknown", None
-    status = _run_text(["git", "status", "--porcelain", "--untracked-files=no"])
-    return commit, (None if status is None else bool(status))
+    if commit and re.fullmatch(r"[0-9a-f]{40}", commit):
+        status = _run_text(["git", "status", "--porcelain", "--untracked-files=no"])
+        return commit, (None if status is None else bool(status)), "git"
+    given = os.environ.get("BOOK_GIT_COMMIT", "").strip().lower()
+    if re.fullmatch(r"[0-9a-f]{7,40}", given):
+        return given, None, "BOOK_GIT_COMMIT"
+    return "unknown", None, "none"
+
+
+_SMI_FIELDS = {"clocks.sm": "sm_clock_mhz", "clocks.mem": "memory_clock_mhz", "clocks.max.sm": "sm_clock_max_mhz",
+               "clocks.max.mem": "memory_clock_max_mhz", "power.limit": "power_limit_w",
+               "power.draw": "power_draw_w", "temperature.gpu": "temperature_c"}
+
+
+def gpu_state() -> dict:
+    """Clocks, power limit and draw, and temperature from nvidia-smi (None where it cannot say)."""
+    out = _run_text(["nvidia-smi", f"--query-gpu={','.join(_SMI_FIELDS)}", "--format=csv,noheader,nounits"])
+    values = [v.strip() for v in out.splitlines()[0].split(",")] if out else []
+    state = {}
+    for i, key in enumerate(_SMI_FIELDS.values()):
+        try:
+            state[key] = float(values[i])
+        except (IndexError, ValueError):
+            state[key] = None
+    return state
+
+
+def gpu_uuid() -> str:
+    out = _run_text(["nvidia-smi", "--query-gpu=uuid", "--format=csv,noheader"])
+    return out.splitlines()[0].strip() if out else "unknown"
 
 
 def provenance(rt, when: _dt.datetime) -> dict:
@@ -352,13 +380,13 @@ def provenance(rt, when: _dt.datetime) -> dict:
     except ImportError:
         triton_version = "not installed"
     info = rt.device_info()
-    commit, dirty = git_state()
-    return {"gpu": info["gpu"], "gpu_slug": slug(info["gpu"]), "capability": info["capability"],
+    commit, dirty, where = git_state()
+    return {"gpu": info["gpu"], "gpu_slug": slug(info["gpu"]), "gpu_uuid": gpu_uuid(), "capability": info["capability"],
             "sm_count": info["sm_count"], "memory_bytes": info["memory_bytes"], "l2_bytes": info["l2_bytes"],
             "driver": driver_version(), "cuda": info["cuda"], "torch": torch.__version__,
             "triton": triton_version, "python": platform.python_version(),
             "date": when.strftime("%Y-%m-%dT%H:%M:%SZ"), "run_id": when.strftime("%Y%m%dT%H%M%SZ"),
-            "git_commit": commit, "git_dirty": dirty}
+            "git_commit": commit, "git_dirty": dirty, "git_source": where}
 
 
 def record_filename(record: dict) -> str:
@@ -372,41 +400,79 @@ def ceilings_of(records: dict) -> dict:
             "bf16_matmul_rate": {**mm["metrics"]["bf16_rate"], "from": "matmul-rate"}}
 
 
-def run(names: list[str], *, out: Path, mode: str, runtime, command: str, stdout=None, log=None) -> int:
-    """Measure the two ceilings and `names`; write one validated record per measurement of `names`
-    into `out`; print the table last. Returns the exit status: 0, or 1 if any measurement failed."""
+def run(names: list[str], *, out: Path, mode: str, runtime, command: str, stdout=None, log=None,
+        archive: Path | None = None) -> int:
+    """Measure the two ceilings, then `names`; write each validated record the moment its measurement
+    finishes (a run cut short keeps what it did), with a line per record; a measurement that fails is
+    recorded as that measurement's error in the run's manifest and the run goes on. `archive` (a
+    .tar.gz) is rewritten after every record with all of the run's records and its manifest, so a copy
+    that comes back from a remote machine holds everything written so far. Prints the table last.
+    Returns 0, or 1 if any measurement failed."""
     stdout = stdout or sys.stdout
     when = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0)
     prov = provenance(runtime, when)
+    prov["gpu_state_start"] = gpu_state() if runtime.timer == "cuda-events" else {}
+    out.mkdir(parents=True, exist_ok=True)
+    manifest_path = out / f"run--{prov['gpu_slug']}--{prov['run_id']}.manifest"   # JSON; not a record
+    manifest = {"command": command, "mode": mode, "provenance": prov, "written": [], "failed": {}}
     _say(log, f"measuring on {prov['gpu']} ({mode} sizes): {', '.join(names)}; the ceilings "
               f"({', '.join(CEILING_SOURCES)}) first")
-    records, failed = {}, {}
-    for name in [*CEILING_SOURCES, *[n for n in names if n not in CEILING_SOURCES]]:
+    records, failed, written = {}, {}, {}
+    ceilings, pending = None, []          # records wait only until both ceilings are known
+    order = [*CEILING_SOURCES, *[n for n in names if n not in CEILING_SOURCES]]
+    for name in order:
         try:
             records[name] = measure(REGISTRY[name], runtime, mode, log=log)
         except Exception as e:  # noqa: BLE001 - one failing measurement must not hide the others
             failed[name] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
             _say(log, f"{name}: FAILED, no record written: {failed[name]}")
-    written = {}
-    if any(c in failed for c in CEILING_SOURCES):
-        _say(log, "the ceilings could not be measured, so no record is written")
-        for n in names:
-            failed.setdefault(n, "not written: the ceilings were not measured")
-    else:
-        ceilings = ceilings_of(records)
-        out.mkdir(parents=True, exist_ok=True)
-        for name in names:
-            if name not in records:
-                continue
-            rec = {**records[name], "command": command, "ceilings": ceilings, "provenance": prov}
+        if name in records and name in names:
+            pending.append(name)
+        if name == CEILING_SOURCES[-1] and not all(c in records for c in CEILING_SOURCES):
+            _say(log, "the ceilings could not both be measured: the records carry ceilings: null")
+        elif name == CEILING_SOURCES[-1]:
+            ceilings = ceilings_of(records)
+        if order.index(name) < len(CEILING_SOURCES) - 1:
+            continue
+        for done in pending:
+            rec = {**records[done], "command": command, "ceilings": ceilings, "provenance": prov}
             rec = {k: rec[k] for k in _FIELD_ORDER}
-            validate(rec)
+            try:
+                validate(rec)
+            except SchemaError as e:
+                failed[done] = f"SchemaError: {str(e).splitlines()[0]}"
+                _say(log, f"{done}: FAILED, record invalid: {failed[done]}")
+                continue
             path = out / record_filename(rec)
             with open(path, "x") as f:
                 f.write(json.dumps(rec, indent=1, allow_nan=False) + "\n")
-            written[name] = path
+            written[done] = path
+            _say(log, f"{done}: record written: {path}")
+        pending = []
+        manifest["written"] = [p.name for p in written.values()]
+        manifest["failed"] = {n: failed[n] for n in failed if n in names}
+        manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
+        if archive is not None:
+            _pack(archive, [*written.values(), manifest_path])
+    if runtime.timer == "cuda-events":
+        prov["gpu_state_end"] = gpu_state()
+        manifest["provenance"] = prov
+        manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
+        if archive is not None:
+            _pack(archive, [*written.values(), manifest_path])
     print(table(names, records, written, failed, prov), file=stdout, flush=True)
-    return 1 if failed else 0
+    return 1 if any(n in failed for n in names) else 0
+
+
+def _pack(archive: Path, files: list[Path]) -> None:
+    """Write the archive afresh (to a temporary name, then renamed, so a kill never leaves half a file)."""
+    import tarfile
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    tmp = archive.with_name(archive.name + ".part")
+    with tarfile.open(tmp, "w:gz") as tar:
+        for f in files:
+            tar.add(f, arcname=f"measurements/{f.name}")
+    os.replace(tmp, archive)
 
 
 _FIELD_ORDER = ("schema_version", "name", "what", "command", "mode", "sizes", "units", "results", "metrics",
@@ -472,8 +538,27 @@ def _parser() -> _Parser:
     p.add_argument("--out", type=Path, default=None, metavar="DIR",
                    help=f"where the records go (default: {DEFAULT_OUT.relative_to(ROOT)}/)")
     p.add_argument("--quick", action="store_true", help="much smaller sizes and fewer runs (a smoke test)")
+    p.add_argument("--fake", action="store_true",
+                   help="no GPU: every measurement end to end at tiny sizes on CPU tensors with a fake timer "
+                        "(Triton kernels under TRITON_INTERPRET=1, which must be set); records say timer 'fake'")
+    p.add_argument("--archive", type=Path, default=None, metavar="FILE.tar.gz",
+                   help="also pack every record of this run (and its manifest) into one archive, rewritten "
+                        "after each record")
+    p.add_argument("--estimate", action="store_true", help="print the run's estimated duration and exit")
     p.add_argument("--list", action="store_true", help="list the measurements and exit")
     return p
+
+
+def estimate_s(names: list[str], mode: str) -> float:
+    """A rough estimate of a run's wall time (not a measurement): per size and variant, the warm-up and the timed
+    repetitions at most, plus a compile allowance per Triton kernel variant (first-call JIT)."""
+    st = SETTINGS.get(mode, SETTINGS["quick"])
+    total = 0.0
+    for name in dict.fromkeys([*CEILING_SOURCES, *names]):
+        m = REGISTRY[name]
+        variants = max(1, len(getattr(m, "variants", ()) or ()) or 2)
+        total += len(m.sizes[mode]) * variants * (st.warmup_s + 2 * st.target_s + 0.5) + 3.0 * variants
+    return total
 
 
 def main(argv: list[str] | None = None, *, runtime=None, mode: str | None = None, stdout=None,
@@ -490,7 +575,20 @@ def main(argv: list[str] | None = None, *, runtime=None, mode: str | None = None
             print(f"{m.name:<18} {m.what}", file=stdout)
         return 0
     names = [n for n in REGISTRY if not args.only or n in args.only]
+    if args.fake:
+        if os.environ.get("TRITON_INTERPRET") != "1":
+            print("utils.measure: --fake runs the Triton kernels under the interpreter: set TRITON_INTERPRET=1",
+                  file=stderr)
+            return 2
+        runtime, mode = runtime or FakeRuntime(), "tiny"
     mode = mode or ("quick" if args.quick else "full")
+    if args.estimate:
+        print(f"estimated run time: about {estimate_s(names, mode) / 60:.0f} min for {len(names)} "
+              f"measurements ({mode} sizes), compilation included", file=stdout)
+        return 0
+    if args.archive is not None and not args.archive.name.endswith(".tar.gz"):
+        print(f"utils.measure: --archive takes a .tar.gz path, got {args.archive}", file=stderr)
+        return 2
     if mode not in MODES:
         print(f"utils.measure: unknown mode {mode!r}", file=stderr)
         return 2
@@ -502,7 +600,7 @@ def main(argv: list[str] | None = None, *, runtime=None, mode: str | None = None
         runtime = CudaRuntime()
     command = shlex.join(["python3", "-m", "utils.measure", *argv])
     return run(names, out=args.out or DEFAULT_OUT, mode=mode, runtime=runtime, command=command,
-               stdout=stdout, log=stderr)
+               stdout=stdout, log=stderr, archive=args.archive)
 
 
 def _no_gpu_reason() -> str | None:
@@ -526,6 +624,43 @@ def live(name: str, *, runtime=None, mode: str = "quick") -> dict:
     when = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0)
     rec = measure(REGISTRY[name], rt, mode)
     return {**rec, "command": "utils.measure.live", "ceilings": None, "provenance": provenance(rt, when)}
+
+
+# --------------------------------------------------------------------------------------------------
+# Public accessors for the chapters (they read a measurement's sizes and counts through these, never
+# through REGISTRY or the definitions' private names)
+
+
+def sizes(name: str, mode: str = "full") -> list[dict]:
+    """The sizes measurement `name` runs at in `mode` (copies: a chapter may not change the harness's)."""
+    if name not in REGISTRY:
+        raise KeyError(f"unknown measurement {name!r}; valid: {', '.join(REGISTRY)}")
+    return [dict(s) for s in REGISTRY[name].sizes[mode]]
+
+
+def bytes_counted(name: str, size: dict, variant: str) -> int:
+    """The device-memory bytes the harness counts for one variant of measurement `name` at `size`."""
+    return REGISTRY[name].bytes(size, variant)
+
+
+def flops_counted(name: str, size: dict, variant: str) -> int:
+    """The FLOPs the harness counts for one variant of measurement `name` at `size`."""
+    return REGISTRY[name].flops(size, variant)
+
+
+def element_bytes(dtype: str) -> int:
+    """Bytes per element of a dtype as the harness names it ("bfloat16" -> 2)."""
+    return _DTYPES[dtype]
+
+
+def dtype_short(dtype: str) -> str:
+    """The short name of a dtype as the harness names it ("bfloat16" -> "bf16")."""
+    return _SHORT[dtype]
+
+
+def softmax_shape_key(size: dict) -> str:
+    """The suffix of fused-softmax's per-shape metrics for a size ("bf16_4096")."""
+    return _shape_key(size)
 
 
 if __name__ == "__main__":

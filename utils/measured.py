@@ -76,11 +76,14 @@ def records(name: str | None = None, gpu: str | None = None, *, directory: Path 
 
 
 def latest(name: str, gpu: str | None = None, *, directory: Path | str | None = None,
-           include_quick: bool = False) -> dict | None:
-    """The newest record of measurement `name` (on `gpu`: a name such as 'NVIDIA H200', its slug, a
-    part of it such as 'h200', or a catalog key), or None when there is none."""
+           include_quick: bool = True) -> dict | None:
+    """The newest full-size record of measurement `name` (on `gpu`: a name such as 'NVIDIA H200', its
+    slug, a part of it such as 'h200', or a catalog key); where only a --quick run exists, its newest
+    record (the provenance line then says "quick sizes"); None when there is none."""
     found = records(name, gpu, directory=directory, include_quick=include_quick)
-    return found[-1] if found else None
+    full = [r for r in found if r["mode"] == "full"]
+    pick = full or found
+    return pick[-1] if pick else None
 
 
 def gpu_matches(record: dict, gpu: str) -> bool:
@@ -116,8 +119,8 @@ def ceilings(gpu: str | None = None, *, directory: Path | str | None = None) -> 
     """The measured ceilings from the newest full-size run (on `gpu`), or None if nothing is recorded.
     They come from one record's `ceilings`, so both were measured in the same run."""
     rec = latest("copy-bandwidth", gpu, directory=directory)
-    if rec is None:
-        found = records(None, gpu, directory=directory, include_quick=False)
+    if rec is None or rec.get("ceilings") is None:
+        found = [r for r in records(None, gpu, directory=directory, include_quick=False) if r.get("ceilings")]
         rec = found[-1] if found else None
     if rec is None:
         return None
@@ -198,8 +201,11 @@ def provenance_line(record: dict) -> str:
     commit = p["git_commit"][:10] if p["git_commit"] != "unknown" else "unknown commit"
     dirty = " with uncommitted changes" if p["git_dirty"] else ""
     mode = "" if record["mode"] == "full" else f"; {record['mode']} sizes"
+    state = p.get("gpu_state_start") or {}
+    clocks = (f", SM clock {state['sm_clock_mhz']:.0f} MHz, {state['temperature_c']:.0f} C at the start"
+              if state.get("sm_clock_mhz") is not None and state.get("temperature_c") is not None else "")
     return (f"Measured on {p['gpu']} (driver {p['driver']}, CUDA {p['cuda']}, torch {p['torch']}, "
-            f"triton {p['triton']}) on {p['date'][:10]}, commit {commit}{dirty}{mode}; record "
+            f"triton {p['triton']}{clocks}) on {p['date'][:10]}, commit {commit}{dirty}{mode}; record "
             f"{record.get('_file', _measure.record_filename(record))}")
 
 
@@ -399,3 +405,16 @@ def report(*comparisons: Comparison, what: str = "") -> Report:
     """One measurement section: `report(compare("copy-bandwidth", ...), compare("matmul-rate", ...),
     what="the add kernel against the two host copies")`."""
     return Report(tuple(comparisons), what)
+
+
+def copy_ceiling(gpu) -> tuple:
+    """The memory roof a bandwidth-bound kernel is judged against: (bandwidth in TB/s, kind, source).
+    The copy bandwidth the harness measured on `gpu` (a catalog key or accelerator Entry) where a record
+    exists, kind "measured"; the datasheet's HBM bandwidth until then, kind "spec"."""
+    from utils import catalog
+    acc = gpu if hasattr(gpu, "key") else catalog.accelerator(gpu)
+    ceil = ceilings(acc.key)
+    if ceil is not None:
+        return ceil.copy_bandwidth.to("TB/s"), "measured", f"copy-bandwidth ceiling, {ceil.record}"
+    return (acc.q("hbm_bandwidth").to("TB/s"), "spec",
+            f"{acc['hbm_bandwidth'].cite} (datasheet HBM, until measured)")
