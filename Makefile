@@ -13,14 +13,17 @@ ARGS   ?=
 CHAPTERS := $(sort $(wildcard chapters/*/*.ipynb))
 GENERATED := $(sort $(wildcard book/*.ipynb))
 
-.PHONY: help book book-strict test notebooks measure rederive clean
+.PHONY: help book book-strict lint test notebooks measure measure-gpu rederive bench lab pdf clean
 
 help:
 	@echo "make book        build the website into _build/html (renders committed outputs)"
 	@echo "make test        the whole test suite (what CI runs)"
 	@echo "make notebooks   re-execute every chapter and generated page in place"
 	@echo "make measure     run the GPU measurements and write records (needs a CUDA GPU)"
-	@echo "make rederive ARGS='six-nd --set n_params=405e9'   re-derive a chapter"
+	@echo "make rederive ARGS='six-nd --set model=llama-3-405b'   re-derive a chapter"
+	@echo "make bench       time every chapter's re-derivation: fast path against --notebook"
+	@echo "make lab         open the chapters in JupyterLab"
+	@echo "make pdf         the whole book as one PDF (_build/book.pdf), offline, with Chromium"
 
 $(VENV)/.book: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -39,7 +42,15 @@ book: $(VENV)/.book
 book-strict: $(VENV)/.book
 	$(JB) build . --builder html -W -n --keep-going
 
-test: $(VENV)/.test book-strict
+$(VENV)/.lab: $(VENV)/.test
+	$(PY) -m pip install --quiet -e '.[lab]'
+	touch $@
+
+# ruff over the library, the tests and the notebooks' code (pyproject.toml holds the rules).
+lint: $(VENV)/.test
+	$(VENV)/bin/ruff check utils tests chapters book
+
+test: $(VENV)/.test lint book-strict
 	$(PY) -m pytest -n 2 --dist loadscope tests
 	$(PY) -m pytest -n 2 --dist loadscope --nbval --nbval-current-env \
 	    --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider $(CHAPTERS) $(GENERATED)
@@ -52,8 +63,27 @@ notebooks: $(VENV)/.test
 measure:
 	python3 -m utils.measure $(ARGS)
 
-rederive: $(VENV)/.test
+# The prepared command for a short GPU window (a tree without .git: pass BOOK_GIT_COMMIT): the
+# estimate first, then every measurement, each record written as it finishes and all of them packed
+# into one archive that is rewritten after each record, so whatever the window allows comes back.
+OUT ?= _build/measure-gpu
+measure-gpu:
+	python3 -m utils.measure --estimate
+	python3 -m utils.measure --out $(OUT)/measurements --archive $(OUT)/measurements.tar.gz $(ARGS)
+
+rederive: $(VENV)/.book
 	$(PY) -m utils.rederive $(ARGS)
+
+# A benchmark, not a test: each chapter's fast path against --notebook, medians of several runs.
+bench: $(VENV)/.test
+	$(PY) -m utils.bench $(ARGS)
+
+lab: $(VENV)/.lab
+	$(VENV)/bin/jupyter lab chapters
+
+pdf: $(VENV)/.test
+	$(JB) build . --builder singlehtml
+	$(PY) -m utils.pdf _build/book.pdf
 
 clean:
 	rm -rf _build

@@ -1,5 +1,8 @@
 """The book's promises, checked on every page: the toc matches the files, every glued key exists,
 no number is typed into prose, and every chapter has the anatomy DESIGN.md fixes."""
+import ast
+import re
+
 import pytest
 from book_files import (
     ROOT,
@@ -106,3 +109,86 @@ def test_the_residue_detector_catches_noise_and_spares_units_and_code():
     assert rounding_residues("| 2 | 3.4e-16 | 5.0e-16 |") == ["3.4e-16", "5.0e-16"]
     assert rounding_residues("error 4.9e-17") == ["4.9e-17"]
     assert rounding_residues("1.65e-18 USD/FLOP and `1.401e-45` and 2.0e-3 and below 1e-12") == []
+
+
+def _paragraphs(markdown: str) -> list[str]:
+    return [p.strip() for p in re.split(r"\n\s*\n", markdown) if p.strip()]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.stem)
+def test_display_math_stands_on_its_own(page):
+    """`$$...$$` inside a paragraph turns the rest of it into run-together math: display math is a
+    paragraph of its own."""
+    bad = []
+    for src in markdown_cells(page):
+        for para in _paragraphs(re.sub(r"```.*?```", "", src, flags=re.S)):
+            if "$$" in para and not (para.startswith("$$") and para.endswith("$$")):
+                bad.append(para[:80])
+    assert not bad, f"{page.stem}: display math inside a paragraph: {bad[:3]}"
+
+
+def _exercise_cells(nb) -> list:
+    cells, inside = [], False
+    for c in nb.cells:
+        if c.cell_type == "markdown":
+            heads = re.findall(r"^## (.+)$", c.source, re.M)
+            if heads:
+                inside = heads[-1].strip().startswith("Exercises")
+        elif inside:
+            cells.append(c)
+    return cells
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_no_output_gives_an_answer_away(chapter):
+    """The cell that computes the exercises' answers shows nothing: its only outputs are glue records
+    (hidden), or it is removed from the page."""
+    shown = []
+    for c in _exercise_cells(read(chapter)):
+        tags = set(c.metadata.get("tags", []))
+        if tags & {"remove-cell", "remove-output"}:
+            continue
+        shown += [o for o in c.get("outputs", []) if not o.get("metadata", {}).get("scrapbook")]
+    assert not shown, f"{chapter.stem}: an output in the Exercises section is visible: {str(shown[0])[:120]}"
+
+
+def _notebook_definitions() -> dict[str, set[str]]:
+    defs: dict[str, set[str]] = {}
+    for path in CHAPTERS:
+        for c in read(path).cells:
+            if c.cell_type != "code":
+                continue
+            try:
+                tree = ast.parse(c.source)
+            except SyntaxError:
+                continue
+            for node in tree.body:
+                if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                    defs.setdefault(node.name, set()).add(path.stem)
+    return defs
+
+
+def test_no_name_is_defined_in_two_notebooks():
+    """A function or class two chapters need lives in utils/, with a test, and both call it."""
+    twins = {k: sorted(v) for k, v in _notebook_definitions().items() if len(v) > 1}
+    assert not twins, f"defined in two or more notebooks (move into utils/): {twins}"
+
+
+def _nonblank(text: str) -> int:
+    return sum(1 for line in text.splitlines() if line.strip())
+
+
+def test_notebooks_hold_at_most_a_third_of_the_code():
+    """utils/ is the book's code and the notebooks its narrative: notebook code cells hold at most 35%
+    of the book's non-test Python."""
+    nb_lines = sum(_nonblank(c.source) for p in CHAPTERS for c in read(p).cells if c.cell_type == "code")
+    py_lines = sum(_nonblank(p.read_text()) for p in (ROOT / "utils").rglob("*.py"))
+    share = nb_lines / (nb_lines + py_lines)
+    print(f"notebook code: {nb_lines} of {nb_lines + py_lines} non-blank lines ({share:.0%})")
+    assert share <= 0.35, f"notebook cells hold {share:.0%} of the book's Python ({nb_lines} lines)"
+
+
+def test_the_readme_lists_every_chapter_of_the_toc():
+    from utils.book_index import readme_chapter_list
+    assert readme_chapter_list() in (ROOT / "README.md").read_text(), \
+        "README's chapter list is stale: paste `python -m utils.book_index --readme` into it"

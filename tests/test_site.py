@@ -153,6 +153,32 @@ DOM_FACTS = """() => {
 }"""
 
 
+# What a reader sees at 1400 px: tables and inline math that fit the column, no answer visible in the
+# Exercises section, at most one "not yet measured" note, and how much of the page is visible code.
+READER_FACTS = """() => {
+    const article = document.querySelector('article.bd-article') || document.querySelector('article') || document.body;
+    const col = article.getBoundingClientRect();
+    const shown = e => e.getClientRects().length > 0 && getComputedStyle(e).visibility !== 'hidden';
+    const over = e => { const r = e.getBoundingClientRect(); return Math.max(0, Math.round(r.right - col.right)); };
+    const tables = [...article.querySelectorAll('table')].filter(shown)
+        .map(t => ({text: t.innerText.slice(0, 60), over: Math.max(over(t), t.scrollWidth - t.clientWidth)}))
+        .filter(t => t.over > 2);
+    const wide = [...article.querySelectorAll('p mjx-container:not([display="true"])')].filter(shown)
+        .filter(m => m.getBoundingClientRect().width > 0.9 * col.width).map(m => m.textContent.slice(0, 60));
+    const displayInP = [...article.querySelectorAll('p mjx-container[display="true"]')].length;
+    // The Exercises section: every cell output in it that a reader sees without opening an answer.
+    const ex = [...article.querySelectorAll('section')].find(sec => {
+        const h = sec.querySelector(':scope > h2'); return h && /^Exercises/.test(h.textContent.trim()); });
+    const answers = ex ? [...ex.querySelectorAll('.cell_output')].filter(shown)
+        .filter(o => !o.closest('details:not([open])')).map(o => o.innerText.trim()).filter(t => t) : [];
+    const notes = [...article.querySelectorAll('.admonition')].filter(a => /Not yet measured/.test(a.innerText)).length;
+    const code = [...article.querySelectorAll('.cell_input')].filter(shown)
+        .reduce((h, e) => h + e.getBoundingClientRect().height, 0);
+    return {tables, wide, displayInP, answers, notes, code, height: article.getBoundingClientRect().height};
+}"""
+CODE_SHARE: dict[str, float] = {}
+
+
 def _offsite(url: str) -> bool:
     """A request that would leave the machine: anything but file://, data:, blob:, about: and loopback."""
     parts = urlsplit(url)
@@ -166,7 +192,7 @@ class Tab:
     failed requests and script errors."""
 
     def __init__(self, browser):
-        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+        self.context = browser.new_context(viewport={"width": 1400, "height": 900})
         self.page, self.offsite, self.failed, self.errors = None, [], [], []
 
     def visit(self, url: str) -> "Tab":
@@ -322,11 +348,38 @@ def test_page_in_the_browser(doc, site, server, visit):
             if not r.ok or "cells" not in json.loads(r.body()):
                 problems.append(f"the .ipynb download does not resolve to a notebook: {url} ({r.status})")
 
+    if doc.startswith("chapters/"):
+        reader = v.page.evaluate(READER_FACTS)
+        CODE_SHARE[doc] = reader["code"] / max(1.0, reader["height"])
+        if reader["tables"]:
+            problems.append(f"tables wider than the text column (px past its edge): {reader['tables'][:3]}")
+        if reader["wide"]:
+            problems.append(f"inline math wider than 90% of the column: {reader['wide'][:3]}")
+        if reader["displayInP"]:
+            problems.append(f"{reader['displayInP']} display equations inside a paragraph ($$ mid-paragraph)")
+        if reader["answers"]:
+            problems.append(f"visible outputs in the Exercises section give answers away: {reader['answers'][:2]}")
+        if reader["notes"] > 1:
+            problems.append(f"{reader['notes']} 'not yet measured' notes (one per page at most)")
+
     if doc == ROOT_DOC or doc.startswith("chapters/"):
         SHOTS.mkdir(parents=True, exist_ok=True)
         v.page.screenshot(path=str(SHOTS / f"{Path(doc).name}.png"))
 
     assert not problems, f"{doc}.html:\n  " + "\n  ".join(problems)
+
+
+def test_median_page_shows_under_a_quarter_visible_code(site, server, visit):
+    """Visible code is the code that teaches; plumbing is removed or hidden. Runs after the page visits
+    above (same module, file order), which record each chapter's share; visits any they did not."""
+    for doc in (d for d in PAGES if d.startswith("chapters/") and d not in CODE_SHARE):
+        reader = visit(f"{server}/{doc}.html").page.evaluate(READER_FACTS)
+        CODE_SHARE[doc] = reader["code"] / max(1.0, reader["height"])
+    shares = sorted(CODE_SHARE.values())
+    median = shares[len(shares) // 2]
+    report = ", ".join(f"{Path(d).name} {s:.0%}" for d, s in sorted(CODE_SHARE.items(), key=lambda kv: -kv[1])[:5])
+    print(f"visible code: median {median:.0%} of a chapter page; highest: {report}")
+    assert median < 0.25, f"median visible code {median:.0%} of a page (highest: {report})"
 
 
 # ---- search ---------------------------------------------------------------------------------------

@@ -122,17 +122,21 @@ class Chain:
         return sp.latex(row.formula, symbol_names=names, order="none", mul_symbol="times")
 
     def _repr_markdown_(self) -> str:
+        # The value comes before the derivation, so the number the table exists for is always on
+        # screen; the derivation (formula, then the numbers substituted) wraps or scrolls in its own
+        # column (book/_static/book.css), and an input's kind and source sit there in small type.
         lines = [f"**{self.title}**\n"] if self.title else []
-        lines += ["| | quantity | formula | with the numbers | value |", "|---|---|---|---|---|"]
+        lines += ["| | quantity | value | how |", "|---|---|--:|---|"]
         for r in self.rows:
             sym = f"${sp.latex(r.symbol)}$"
             value = fmt(r.value, digits=r.digits)
             if r.formula is None:
                 provenance = " · ".join(x for x in (r.kind, r.source) if x)
-                lines.append(f"| {sym} | {r.label} | input | {provenance} | {value} |")
+                how = f"<small>input · {provenance}</small>" if provenance else "<small>input</small>"
+                lines.append(f"| {sym} | {r.label} | {value} | {how} |")
             else:
-                lines.append(f"| {sym} | {r.label} | ${self.latex(r.symbol.name)}$ | "
-                             f"${self._substituted(r)}$ | **{value}** |")
+                lines.append(f"| {sym} | {r.label} | **{value}** | ${self.latex(r.symbol.name)}$<br>"
+                             f"$= {self._substituted(r)}$ |")
         return "\n".join(lines)
 
     def __repr__(self) -> str:

@@ -1,0 +1,48 @@
+"""Time re-derivation, chapter by chapter: python -m utils.bench [--runs N] [SLUG ...]  (make bench)
+
+For each chapter: the median wall time of `python -m utils.rederive SLUG --json` (the fast path: the
+chain module, no notebook) and of the same with `--notebook` (papermill runs the page), over N runs
+each, interleaved so a busy machine slows both alike, and their ratio. A benchmark, not a test: it
+prints and asserts nothing. Each run is a fresh process, as a reader's command is.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _time(args: list[str]) -> float:
+    start = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "utils.rederive", *args], cwd=ROOT, capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    if r.returncode != 0:
+        raise RuntimeError(f"rederive {' '.join(args)} failed: {r.stderr.strip()}")
+    return elapsed
+
+
+def main(argv: list[str] | None = None) -> int:
+    from utils import chains
+    parser = argparse.ArgumentParser(prog="python -m utils.bench", description=__doc__.splitlines()[0])
+    parser.add_argument("slugs", nargs="*", help="chapters (default: every chapter with a chain module)")
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args(argv)
+    slugs = args.slugs or chains.slugs()
+    print(f"{'chapter':<26} {'fast (s)':>9} {'--notebook (s)':>15} {'ratio':>7}   (median of {args.runs})")
+    for slug in slugs:
+        fast, page = [], []
+        for _ in range(args.runs):
+            fast.append(_time([slug, "--json"]))
+            page.append(_time([slug, "--json", "--notebook"]))
+        f, p = statistics.median(fast), statistics.median(page)
+        print(f"{slug:<26} {f:>9.2f} {p:>15.2f} {p / f:>6.1f}x", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
