@@ -47,7 +47,8 @@ def _attention_params(m) -> int:
     d, h = _n(m, "d_model"), _n(m, "n_heads")
     if not is_mla(m):
         hd, kv = _n(m, "head_dim"), _n(m, "n_kv_heads")
-        return d * h * hd + 2 * d * kv * hd + h * hd * d          # q, k, v, o
+        bias = (h * hd + 2 * kv * hd) if m.get("qkv_bias", False) else 0   # Qwen2: q, k, v biases
+        return d * h * hd + 2 * d * kv * hd + h * hd * d + bias   # q, k, v, o
     q_rank, kv_rank = _n(m, "q_lora_rank", 0), _n(m, "kv_lora_rank")
     nope, rope, vd = _n(m, "qk_nope_head_dim"), _n(m, "qk_rope_head_dim"), _n(m, "v_head_dim")
     if q_rank:
@@ -80,7 +81,8 @@ def param_count(m) -> dict[str, pint.Quantity]:
         routed, shared, k = _n(m, "n_routed_experts"), _n(m, "n_shared_experts", 0), _n(m, "n_experts_per_token")
         mlp = n_dense * _SWIGLU * d * _n(m, "d_ff")
         experts = n_moe * (routed + shared) * expert
-        router = n_moe * routed * (d + 1)                          # gate weight + aux-loss-free routing bias
+        # gate weight, plus the aux-loss-free routing bias DeepSeek-V3-style routers carry (Mixtral's has none)
+        router = n_moe * routed * (d + (1 if m.get("router_bias", True) else 0))
         experts_active = n_moe * (k + shared) * expert
     else:
         mlp = layers * _SWIGLU * d * _n(m, "d_ff")
