@@ -178,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as e:
         return e.code or 0
     from utils import chains
+    from utils.catalog import CatalogFileError, CatalogKeyError
     from utils.params import ParameterError
     try:
         if args.list:
@@ -215,7 +216,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             records = _records(args.chapter, chains.extract(args.chapter,
                                                             chains.module(args.chapter).compute(checked)))
-    except (BadInput, ParameterError) as e:
+    except (BadInput, ParameterError, CatalogKeyError, CatalogFileError) as e:
+        # A catalog value the chain needs that a reader's own file lacks is bad input too.
         print(f"error: {e}", file=sys.stderr)
         return BAD_INPUT
     except RuntimeError as e:

@@ -118,15 +118,14 @@ def _value(kind_key: str, name: str, raw, entry_source: str | None, entry_kind: 
     return Value(name, quantity, sources[source_id], kind, raw.get("note", ""), alts)
 
 
-@lru_cache(maxsize=None)
-def _load(kind: str) -> dict[str, Entry]:
-    path = HERE / f"{kind}s.toml"
-    data = tomllib.loads(path.read_text())
+def parse(data: dict, kind: str, origin: str) -> dict[str, Entry]:
+    """The entries of `kind` in parsed TOML `data` (a catalog file, or a reader's spec file), each value
+    checked: a source that exists with a title, url and read date, a kind of three."""
     sources = {}
     for sid, s in data.get("sources", {}).items():
         missing = {"title", "url", "read"} - set(s)
         if missing:
-            raise ValueError(f"{path.name}: source {sid!r} lacks {sorted(missing)}")
+            raise ValueError(f"{origin}: source {sid!r} lacks {sorted(missing)}")
         sources[sid] = Source(sid, s["title"], s["url"], str(s["read"]))
     entries = {}
     for key, body in data.get(kind, {}).items():
@@ -135,6 +134,12 @@ def _load(kind: str) -> dict[str, Entry]:
                   for name, raw in body.items() if name not in _ENTRY_META}
         entries[key] = Entry(kind, key, body.get("name", key), values, body.get("notes", ""))
     return entries
+
+
+@lru_cache(maxsize=None)
+def _load(kind: str) -> dict[str, Entry]:
+    path = HERE / f"{kind}s.toml"
+    return parse(tomllib.loads(path.read_text()), kind, path.name)
 
 
 def kinds() -> list[str]:
