@@ -10,7 +10,7 @@ from utils import catalog
 from utils.catalog.tables import format_value, markdown_table
 from utils.units import Q_, DimensionalityError
 
-TODAY = dt.date(2026, 11, 29)
+TODAY = dt.date(2026, 12, 1)
 KINDS = ("accelerator", "interconnect", "model", "run", "software")
 PRECISIONS = ("tf32", "bf16", "fp8", "fp4")
 REL = 1e-4  # vendors print sparse rates rounded from the exact product: 2 x 1,307.43 = 2,614.9
@@ -27,7 +27,8 @@ def all_values():
 
 
 def test_expected_entries_exist():
-    assert set(catalog.keys("accelerator")) == {"a100-sxm-80gb", "h100-sxm", "h200", "b200", "gb200", "mi300x"}
+    assert set(catalog.keys("accelerator")) == {"a100-sxm-80gb", "a100-sxm4-40gb", "h100-sxm", "h200", "b200", "gb200",
+                                                "mi300x"}
     assert {"nvlink3", "nvlink4", "nvlink5", "pcie5-x16", "ib-ndr", "ib-xdr", "eth-400g", "eth-800g",
             "infinity-fabric"} <= set(catalog.keys("interconnect"))
     assert set(catalog.keys("model")) == {"llama-3-8b", "llama-3-70b", "llama-3-405b", "deepseek-v3", "kimi-k2"}
@@ -94,6 +95,37 @@ def test_blackwell_has_fp4_and_the_others_do_not():
         assert has == (key in ("b200", "gb200")), key
 
 
+def test_blackwell_figures_follow_the_columns_they_name():
+    """B200 is the HGX B200 column (7.7 TB/s, 75 TFLOPS FP32), with the launch/DGX figures kept beside it;
+    GB200's FP32 is the NVL72 column's 80, with Lockwood's 90 credited to his notes, not to the datasheet."""
+    b200, gb200 = catalog.accelerator("b200"), catalog.accelerator("gb200")
+    assert b200.q("hbm_bandwidth").to("TB/s").magnitude == pytest.approx(7.7)
+    assert [a.q.to("TB/s").magnitude for a in b200["hbm_bandwidth"].alternatives] == [8]
+    assert b200.q("fp32").to("TFLOP/s").magnitude == pytest.approx(75)
+    assert [a.q.to("TFLOP/s").magnitude for a in b200["fp32"].alternatives] == [80]
+    assert gb200.q("fp32").to("TFLOP/s").magnitude == pytest.approx(80)
+    assert gb200["fp32"].source.id == "nvidia-blackwell-table"
+    alt = gb200["fp32"].alternatives[0]
+    assert alt.source.id == "klockwood-b200" and "Lockwood" in alt.note
+
+
+def test_a100_40gb_and_80gb_differ_only_in_memory():
+    a40, a80 = catalog.accelerator("a100-sxm4-40gb"), catalog.accelerator("a100-sxm-80gb")
+    assert a40.q("hbm_bandwidth").to("GB/s").magnitude == 1555
+    assert a80.q("hbm_bandwidth").to("GB/s").magnitude == 2039
+    for field in ("bf16_dense", "fp32", "tdp", "scaleup_bandwidth_bidirectional"):
+        assert a40.q(field) == a80.q(field), field
+
+
+def test_pcie_lane_rate_is_a_transfer_rate_and_encoding_makes_the_data_rate():
+    pcie = catalog.interconnect("pcie5-x16")
+    assert pcie.q("lane_rate").to("GHz").magnitude == 32          # 32 GT/s, not 32 Gbit/s
+    data = pcie.q("lane_data_rate")
+    assert data.to("Gbit/s").magnitude == pytest.approx(32 * 128 / 130, rel=1e-5)
+    assert (pcie.q("lanes").magnitude * data).to("GB/s").magnitude == pytest.approx(
+        pcie.q("bandwidth_unidirectional").to("GB/s").magnitude, rel=1e-3)
+
+
 def test_gb_and_gib_are_different_units():
     assert Q_(80, "GB") != Q_(80, "GiB")
     assert Q_(80, "GiB").to("GB").magnitude == pytest.approx(85.899, rel=1e-4)
@@ -157,7 +189,7 @@ def test_markdown_table_shows_alternatives_and_kinds():
     text = markdown_table("accelerator", ["hbm_bandwidth", "hbm_capacity_usable"], notes=False)
     assert "7.7 TB/s" in text and "(alt." in text
     assert "(measured)" in text
-    assert "| `h100-sxm` | NVIDIA H100 SXM5 80GB | 3.35 TB/s [" in text
+    assert "| `h100-sxm` | NVIDIA H100 SXM5 80GB |" in text and "| `h100-sxm` | 3.35 TB/s [" in text
     # Every reference used in the table is listed under it, and every listed one is used.
     used = set(re.findall(r" \[(\d+)\]", text.split("Sources:")[0]))
     listed = set(re.findall(r"^- \[(\d+)\] ", text.split("Sources:")[1], flags=re.M))

@@ -1,6 +1,7 @@
 """Markdown tables of the catalog, for the book's catalog pages.
 
-One row per entry, one column per field; every value carries a numbered reference [n] to its source
+One row per entry, a few fields per table (a table of every field would run far past the text
+column); every value carries a numbered reference [n] to its source
 (title, url, date read, listed under the table), alternatives are shown beside the value they disagree
 with, and values that are not vendor specs are marked (assumption) or (measured). References are plain
 "[n]" rather than Markdown footnotes because MyST-NB renders notebook Markdown output as CommonMark,
@@ -35,6 +36,7 @@ FIELD_ORDER = {
 }
 
 _FLOPS = Q_(1, "FLOP/s").dimensionality
+COLUMNS = 4   # fields per table: with the key column, a table that fits the text column
 
 
 def _esc(text: str) -> str:
@@ -102,29 +104,35 @@ def markdown_table(kind: str, fields: list[str] | None = None, notes: bool = Tru
                           + "\n".join(rows))
         return "\n\n".join(blocks) + "\n\nSources:\n\n" + "\n".join(footnotes) + "\n"
 
-    lines = ["| key | name | " + " | ".join(fields) + " |",
-             "|" + "---|" * (len(fields) + 2)]
+    # A table of every entry's name, then the fields a few at a time, so no table is wider than the
+    # text column however many fields the kind has.
+    lines = ["| key | name |", "|---|---|"] + [f"| `{key}` | {_esc(catalog.entry(kind, key).name)} |" for key in keys]
     note_lines: list[str] = []
     for key in keys:
         e = catalog.entry(kind, key)
         if notes and e.notes:
             note_lines.append(f"- `{key}`: " + _esc(e.notes))
-        cells = []
-        for f in fields:
-            if f not in e:
-                cells.append("")
-                continue
-            v = e[f]
-            cell = ref(v)
-            if v.alternatives:
-                cell += " (alt. " + "; ".join(ref(a) for a in v.alternatives) + ")"
-            cells.append(cell)
-            if notes:
-                texts = [v.note] + [f"alt. {format_value(a.q)}: {a.note}" for a in v.alternatives if a.note]
-                texts = [t for t in texts if t]
-                if texts:
-                    note_lines.append(f"- `{key}.{f}`: " + _esc("; ".join(texts)))
-        lines.append(f"| `{key}` | {_esc(e.name)} | " + " | ".join(cells) + " |")
+    for start in range(0, len(fields), COLUMNS):
+        chunk = fields[start:start + COLUMNS]
+        lines += ["", "| key | " + " | ".join(chunk) + " |", "|" + "---|" * (len(chunk) + 1)]
+        for key in keys:
+            e = catalog.entry(kind, key)
+            cells = []
+            for f in chunk:
+                if f not in e:
+                    cells.append("")
+                    continue
+                v = e[f]
+                cell = ref(v)
+                if v.alternatives:
+                    cell += " (alt. " + "; ".join(ref(a) for a in v.alternatives) + ")"
+                cells.append(cell)
+                if notes:
+                    texts = [v.note] + [f"alt. {format_value(a.q)}: {a.note}" for a in v.alternatives if a.note]
+                    texts = [t for t in texts if t]
+                    if texts:
+                        note_lines.append(f"- `{key}.{f}`: " + _esc("; ".join(texts)))
+            lines.append(f"| `{key}` | " + " | ".join(cells) + " |")
     out = "\n".join(lines)
     if note_lines:
         out += "\n\nNotes:\n\n" + "\n".join(note_lines)
