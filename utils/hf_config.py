@@ -5,7 +5,7 @@ The book's model fields (utils/catalog/models.toml) are the config's, renamed; t
     hidden_size -> d_model            num_hidden_layers -> n_layers       num_attention_heads -> n_heads
     num_key_value_heads -> n_kv_heads (default: n_heads)                 head_dim (default d_model/n_heads)
     intermediate_size -> d_ff         vocab_size                          tie_word_embeddings -> tied_embeddings
-    max_position_embeddings -> max_context
+    max_position_embeddings -> max_context   torch_dtype -> weights_dtype (the checkpoint's precision)
     Qwen2 (model_type qwen2): q, k and v carry biases -> qkv_bias
     Mixtral: num_local_experts -> n_routed_experts, num_experts_per_tok, every layer MoE with experts of
              intermediate_size, a router without bias
@@ -63,6 +63,11 @@ def fields(cfg: dict, path: Path) -> dict:
     out["tied_embeddings"] = bool(cfg.get("tie_word_embeddings", False))
     if cfg.get("max_position_embeddings"):
         out["max_context"] = _need(cfg, "max_position_embeddings", path, "the context")
+    dtype = cfg.get("torch_dtype") or cfg.get("dtype")
+    if isinstance(dtype, str) and dtype:
+        out["weights_dtype"] = dtype                # the precision the checkpoint is stored in
+    elif (cfg.get("quantization_config") or {}).get("quant_method") == "fp8":
+        out["weights_dtype"] = "fp8"
     kind = str(cfg.get("model_type", ""))
     if kind == "qwen2" or cfg.get("attention_bias"):
         out["qkv_bias"] = True
@@ -105,7 +110,7 @@ def model_entry(path: Path) -> Entry:
     read = _dt.date.fromtimestamp(path.stat().st_mtime).isoformat()
     src = Source("config-file", f"{name} config.json ({path})", path.resolve().as_uri(), read)
     note = "from the config.json the reader gave"
-    values = {k: Value(k, v if isinstance(v, bool) else Q_(v, ""), src, "spec", note)
+    values = {k: Value(k, v if isinstance(v, (bool, str)) else Q_(v, ""), src, "spec", note)
               for k, v in fields(cfg, path).items()}
     entry = Entry("model", str(path), name, values)
     counts = param_count(entry)
