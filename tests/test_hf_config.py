@@ -90,3 +90,11 @@ def test_a_bad_config_is_one_line_and_exit_2_from_rederive(tmp_path):
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
     assert "lacks 'num_hidden_layers'" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_config_files_rederive_the_kv_and_moe_chapters():
+    qwen = chains.derive("kv-cache-per-sequence", model=str(CONFIGS / "qwen2.5-7b.json"))
+    assert qwen["kv_bytes_per_token"].to("B/token").m == 57344
+    mixtral = chains.derive("moe-total-vs-active", model=str(CONFIGS / "mixtral-8x7b.json"),
+                            weight_bytes_per_param=2.0)
+    assert mixtral["weights_bytes"].to("GB").m == pytest.approx(93.4, abs=0.05)
