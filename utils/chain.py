@@ -126,7 +126,7 @@ class Chain:
         # screen; the derivation (formula, then the numbers substituted) wraps or scrolls in its own
         # column (book/_static/book.css), and an input's kind and source sit there in small type.
         lines = [f"**{self.title}**\n"] if self.title else []
-        lines += ["| | quantity | value | how |", "|---|---|--:|---|"]
+        lines += ['| <span class="chain-table"></span> | quantity | value | how |', "|---|---|--:|---|"]
         for r in self.rows:
             sym = f"${sp.latex(r.symbol)}$"
             value = fmt(r.value, digits=r.digits)

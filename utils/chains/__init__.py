@@ -104,6 +104,9 @@ def check(slug: str, **values) -> Inputs:
 
 def inputs(slug: str, namespace: dict) -> Inputs:
     """In a chapter: the parameters cell's values (read from the notebook's namespace), checked."""
+    missing = [p.name for p in parameters(slug) if p.name not in namespace]
+    if missing:
+        raise ParameterError(f"{slug}: the parameters cell lacks {', '.join(missing)} (see utils/chains/)")
     return check(slug, **{p.name: namespace[p.name] for p in parameters(slug)})
 
 
