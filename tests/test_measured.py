@@ -180,3 +180,9 @@ def test_listing(recs, tmp_path, h100_catalog):
 def test_the_book_reads_its_own_folder():
     assert D.RECORDS == ROOT / "book" / "measurements" and D.RECORDS.is_dir()
     D.records()                    # every committed record is valid (there may be none)
+
+
+def test_catalog_key_follows_the_memory_size_in_the_name():
+    assert D.catalog_key("NVIDIA A100-SXM4-40GB") == "a100-sxm4-40gb"
+    assert D.catalog_key("NVIDIA A100-SXM4-80GB") == "a100-sxm-80gb"
+    assert D.catalog_key("NVIDIA H100 80GB HBM3") == "h100-sxm"

@@ -3,11 +3,9 @@ the buy-vs-rent chapter's parameter defaults are the catalog's values (a price c
 import datetime as dt
 
 import pytest
-from book_files import ROOT
 
-from utils import catalog
+from utils import catalog, chains
 from utils.catalog import KINDS
-from utils.rederive import defaults
 from utils.units import q
 
 PRICES = [(key, name, v) for key in catalog.keys("price") for name, v in catalog.price(key).values.items()]
@@ -70,7 +68,7 @@ BUY_VS_RENT = {
 
 
 def test_buy_vs_rent_defaults_are_the_catalog_values():
-    params = defaults(ROOT / "chapters" / "fleet" / "buy-vs-rent.ipynb")
+    params = chains.defaults("buy-vs-rent")   # the notebook's parameters cell equals these (test_chains)
     assert set(params) == set(BUY_VS_RENT) | {"years"}
     assert params["years"] == 2     # the claim's period, not a price
     for name, (key, field, unit) in BUY_VS_RENT.items():

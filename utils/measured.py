@@ -151,7 +151,10 @@ def catalog_key(gpu_name: str) -> str | None:
         family = [k for k in family if "pcie" not in k.split("-") and "nvl" not in k.split("-")]
     if not family:
         return None
-    sxm = [k for k in family if "sxm" in k.split("-")]
+    # A memory size in the name (A100-SXM4-40GB) picks the entry of that size.
+    sized = [k for k in family if any(t.endswith("gb") and t in tokens for t in k.split("-"))]
+    family = sized or family
+    sxm = [k for k in family if any(t.startswith("sxm") for t in k.split("-"))]
     return sorted(sxm or family, key=len)[0]
 
 

@@ -1,0 +1,55 @@
+"""bill-of-materials-10k's chain: the claims and verdicts, the published bill, bad inputs, properties."""
+import pytest
+
+from utils import chains
+from utils.chains import bill_of_materials_10k as bom
+from utils.params import ParameterError
+from utils.verdicts import HOLDS, READING, WRONG
+
+
+def test_claims_and_their_verdicts():
+    judged = {c.name: c for c in bom.claims()}
+    assert {n: c.verdict for n, c in judged.items()} == {"nodes": HOLDS, "switches": WRONG, "checkpoint": HOLDS,
+                                                         "power": READING}
+    assert all(not c.problems() for c in judged.values())
+    ck = bom.checks()
+    # 800 switches at full bisection (5N/k), not "about 700"; the claim needs a core taper near 1.45:1.
+    assert bom.count(ck["full"], "N_fb") == 800
+    assert ck["s_700"] == pytest.approx(1.455, abs=0.005)
+    # 14 MW is the IT load at nameplate (within 5%); the feed at PUE 1.2 is about 17 MW.
+    assert ck["tapered"]["P_IT"].to("MW").m == pytest.approx(14, rel=0.05)
+    assert ck["tapered"]["P_fac"].to("MW").m == pytest.approx(17.1, abs=0.1)
+
+
+def test_published_bill():
+    out = chains.derive("bill-of-materials-10k")
+    assert (out["nodes"], out["pods"], out["switches"], out["switches_full_bisection"]) == (1280, 10, 697, 800)
+    assert out["checkpoint_write_bandwidth"].to("GB/s").m == pytest.approx(5e12 / 60 / 1e9)
+    assert out["spare_nodes"] == 19
+
+
+def test_twice_the_gpus_twice_the_pods():
+    out = chains.derive("bill-of-materials-10k", n_gpus=20000)
+    assert out["nodes"] == 2560 and out["pods"] == 20
+
+
+def test_more_gpus_fewer_days_and_longer_repairs_more_spares():
+    base = chains.derive("bill-of-materials-10k")
+    more = chains.derive("bill-of-materials-10k", n_gpus=12000)
+    assert more["train_days"].m == pytest.approx(base["train_days"].m * 10000 / 12000)
+    assert chains.derive("bill-of-materials-10k", repair_days=7.0)["spare_nodes"] > base["spare_nodes"]
+
+
+@pytest.mark.parametrize("name, value", [("n_gpus", 0), ("switch_radix", 63), ("pue", 0.9), ("mfu", 1.5),
+                                         ("spare_confidence", 1.0), ("core_oversubscription", 0.5),
+                                         ("nodes_per_pod", 1024), ("gpu", "h1000")])
+def test_bad_inputs_are_refused_by_name(name, value):
+    with pytest.raises(ParameterError, match=name):
+        chains.derive("bill-of-materials-10k", **{name: value})
+
+
+def test_the_model_is_one_parameter():
+    with pytest.raises(ParameterError, match="n_params cannot be set.*model"):
+        chains.derive("bill-of-materials-10k", n_params=70e9)
+    small = chains.derive("bill-of-materials-10k", model="llama-3-70b")
+    assert small["train_days"].m < chains.derive("bill-of-materials-10k")["train_days"].m / 5

@@ -1,0 +1,53 @@
+"""data-pipeline-15t's chain: the three readings, the read rate's own days, bad inputs, properties."""
+import pytest
+
+from utils import chains
+from utils.chains import data_pipeline_15t as dp
+from utils.params import ParameterError
+from utils.verdicts import READING
+
+
+def test_claims_hold_under_their_readings():
+    judged = dp.claims()
+    assert [c.name for c in judged] == ["shards", "raw", "read-rate"]
+    assert all(c.verdict == READING and c.reading and not c.problems() for c in judged)
+    ck = dp.claim_chains()
+    assert ck["two_byte"]["S"].to("TB").m == pytest.approx(30)      # 15T x 2 B
+    assert ck["four_byte"]["S"].to("TB").m == pytest.approx(60)     # Llama 3's 17-bit ids written as int32
+
+
+def test_days_come_from_the_pages_own_rate_not_the_claimed_one():
+    rate = dp.read_rate()["bom"].to("token/s").m
+    assert rate == pytest.approx(1.67e6, rel=0.005)                  # rounds to the claim's 1.7M
+    ck = dp.claim_chains()
+    assert ck["four_byte"]["T_train"].to("day").m == pytest.approx(15e12 / rate / 86400)
+    assert round(ck["four_byte"]["T_train"].to("day").m) == 104
+    assert round(ck["claimed_rate"]["T_train"].to("day").m) == 102
+
+
+def test_published_pipeline():
+    out = chains.derive("data-pipeline-15t")
+    assert out["shard_bytes"].to("TB").m == pytest.approx(60)
+    assert out["clean_text_bytes"].to("TB").m == pytest.approx(15e12 * 3.94 / 1e12)
+    assert out["raw_bytes"].to("PB").m == pytest.approx(59.1 / (0.03 * 0.46 * 0.5 * 0.5) / 1000)
+    assert out["dominant_stage_cores"] <= out["total_cores"]
+
+
+def test_a_two_byte_id_is_refused_for_llama_3_and_allowed_for_a_small_vocabulary():
+    with pytest.raises(ParameterError, match="bytes_per_token_id"):
+        chains.derive("data-pipeline-15t", bytes_per_token_id=2.0)
+    with pytest.raises(ParameterError, match="vocab_size cannot be set"):
+        chains.derive("data-pipeline-15t", vocab_size=32000)
+
+
+@pytest.mark.parametrize("name, value", [("keep_extract", 0.0), ("keep_dedup", 1.5), ("days", 0.0),
+                                         ("raw_compression", 0.5), ("rate_extract", -1.0), ("model", "llama3")])
+def test_bad_inputs_are_refused_by_name(name, value):
+    with pytest.raises(ParameterError, match=name):
+        chains.derive("data-pipeline-15t", **{name: value})
+
+
+def test_more_time_fewer_cores_and_a_stricter_filter_a_bigger_crawl():
+    base = chains.derive("data-pipeline-15t")
+    assert chains.derive("data-pipeline-15t", days=28.0)["total_cores"] <= base["total_cores"] / 2 + 1
+    assert chains.derive("data-pipeline-15t", keep_quality=0.25)["raw_bytes"].m == pytest.approx(2 * base["raw_bytes"].m)

@@ -1,0 +1,441 @@
+"""memory-wall: HBM bytes per dense FLOP across three GPU generations, and what undoing the fall would take.
+
+beta = W / F (HBM bandwidth over dense tensor rate; the reciprocal of the roofline's ridge) and
+kappa = M / F (capacity per FLOP/s) for each chip; their ratios between generations; then the bandwidth the
+last chip would need for the first chip's beta, in HBM stacks, die edge (shoreline) and watts; and the
+software levers that give the bytes back (batching, quantised weights, compressed KV).
+"""
+from __future__ import annotations
+
+import math
+
+from utils import catalog, models, roofline
+from utils.chain import Chain, as_float
+from utils.chains import Result
+from utils.params import Param, ParameterError
+from utils.units import fmt, pct, q
+from utils.verdicts import HOLDS, READING, WRONG, Claim
+
+DTYPE_ORDER = ("fp4", "fp8", "bf16", "tf32")   # narrow to wide: a chip without `dtype` runs it at the next wider rate
+DTYPES = tuple(sorted({f[:-len("_dense")] for k in catalog.keys("accelerator")
+                       for f in catalog.accelerator(k).values if f.endswith("_dense")}))
+
+PARAMETERS = (
+    Param("gpu_a", "a100-sxm-80gb", "the first (oldest) chip: a catalog key or a spec file", check="accelerator",
+          source="the claim's A100 (the 80GB part; see the check for the 40GB)"),
+    Param("gpu_b", "h100-sxm", "the middle chip", check="accelerator", source="the claim's H100"),
+    Param("gpu_c", "b200", "the last (newest) chip", check="accelerator", source="the claim's B200 (HGX column)"),
+    Param("dtype", "bf16", "precision of the dense FLOP rate (the catalog's *_dense fields)", check="choice",
+          choices=DTYPES, source="this book's reading: the training and serving precision"),
+)
+
+RESULTS = (
+    Result("bytes_per_flop_first", "B/FLOP", "HBM bytes per dense FLOP, first chip", of="beta_a"),
+    Result("bytes_per_flop_middle", "B/FLOP", "HBM bytes per dense FLOP, middle chip", of="beta_b"),
+    Result("bytes_per_flop_last", "B/FLOP", "HBM bytes per dense FLOP, last chip", of="beta_c"),
+    Result("ratio_middle_over_first", "", "Bytes per FLOP, middle chip / first chip", of="r_ba"),
+    Result("ratio_last_over_middle", "", "Bytes per FLOP, last chip / middle chip", of="r_cb"),
+    Result("ratio_last_over_first", "", "Bytes per FLOP, last chip / first chip", of="r_ca"),
+    Result("capacity_per_flop_first", "GB/(TFLOP/s)", "HBM capacity per dense FLOP/s, first chip", of="kappa_a"),
+    Result("capacity_per_flop_middle", "GB/(TFLOP/s)", "HBM capacity per dense FLOP/s, middle chip", of="kappa_b"),
+    Result("capacity_per_flop_last", "GB/(TFLOP/s)", "HBM capacity per dense FLOP/s, last chip", of="kappa_c"),
+    Result("bandwidth_to_match_first", "TB/s", "Bandwidth the last chip needs for the first chip's bytes per FLOP",
+           of="W_x"),
+    Result("stacks_to_match_first", "", "HBM stacks that bandwidth takes at the last chip's per-stack rate", of="n_x"),
+    Result("hbm_power_to_match_first", "W", "HBM power at that bandwidth (HBM3E energy per bit)", of="P_x"),
+    Result("ridge_batch_first", "sequence",
+           "Batch at which bf16 weights reach the ridge (at the dense rate of dtype), first chip", of="B_a"),
+    Result("ridge_batch_last", "sequence",
+           "Batch at which bf16 weights reach the ridge (at the dense rate of dtype), last chip", of="B_c"),
+    Result("mla_kv_compression", "", "DeepSeek-V3 MLA: KV bytes per token, full MHA / latent", of="f_mla"),
+)
+
+ANANDTECH = ("AnandTech, 'NVIDIA at SC23: H200 accelerator with HBM3E', specification table (memory bus "
+             "width, memory clock), https://www.anandtech.com/show/21136, read 2026-11-29")
+TWEAKTOWN_B200 = ("TweakTown, 'NVIDIA's next-gen Blackwell AI GPU' (2024-03): each of the two dies has "
+                  "4 HBM3E stacks with 1 TB/s on a 1024-bit interface, https://www.tweaktown.com/news/96934, "
+                  "read 2026-11-29")
+LOCKWOOD_A100 = ("Glenn K. Lockwood, A100 notes: 'A100 40G SXM4 ... 40 GB HBM2 (5 stacks), 10 512-bit memory "
+                 "controllers, 1.555 TB/s', https://glennklockwood.com/garden/processors/A100, read 2026-12-01")
+# HBM stacks on the package: (count, memory type, source). A bus of n x 1024 bits is n stacks.
+STACKS = {
+    "a100-sxm4-40gb": (5, "HBM2", "5,120-bit bus; " + LOCKWOOD_A100),
+    "a100-sxm-80gb": (5, "HBM2e", "5,120-bit bus; " + ANANDTECH),
+    "h100-sxm": (5, "HBM3", "5,120-bit bus (the sixth site is unpopulated); " + ANANDTECH),
+    "h200": (6, "HBM3E", "6,144-bit bus; " + ANANDTECH),
+    "b200": (8, "HBM3E", TWEAKTOWN_B200),
+    "gb200": (8, "HBM3E", "the same Blackwell package as B200 (catalog gb200: 'launch figure ... 8 stacks of 24 GB'); "
+              + TWEAKTOWN_B200),
+    "mi300x": (8, "HBM3", "catalog mi300x: 'HBM3, 8 stacks x 1024 bits' (AMD CDNA 3 white paper)"),
+}
+PINS_PER_STACK = 1024   # bits per HBM2/HBM2E/HBM3/HBM3E stack interface (JEDEC; every table below agrees)
+HBM_TABLE = ("AnandTech HBM comparison table as reproduced in 'SK Hynix Publishes First Info on HBM3E Memory' "
+             "(2023-05-30), https://allcom.se/2023/05/30/"
+             "sk-hynix-publishes-first-info-on-hbm3e-memory-ultra-wide-hpc-memory-to-reach-8-gt-s/, "
+             "read 2026-11-29")
+HBM3E_PIN = q(8, "Gbit/s")     # HBM3E at SK hynix's first announced rate (HBM_TABLE: 8 Gb/s, 1 TB/s per stack)
+STACK_EDGE = q(11, "mm")
+STACK_EDGE_SOURCE = ("Tom's Hardware, 'Micron's New HBM3 Gen2 is World's Fastest at 1.2 TB/s': 'the same 11mm x 11mm "
+                     "footprint as standard HBM3', https://www.tomshardware.com/news/"
+                     "microns-new-hbm3-is-worlds-fastest-at-12-tbs-also-highest-capacity-in-8-high-stack, read 2026-11-29")
+RETICLE = (q(26, "mm"), q(33, "mm"))   # the scanner's exposure field: the largest die one exposure prints
+RETICLE_SOURCE = ("this book's assumption: the standard 26 x 33 mm scanner field, whose area is the '~858 mm2' maximum "
+                  "reticle size in 'Blackwell B200 Deep Dive', "
+                  "https://fridayswithfaraday.com/posts/gpu-hw-blackwell-b200-deep-dive, "
+                  "read 2026-11-29; HBM sits on the two long edges, the short edges carry NVLink and PCIe")
+HBM2E_PJ = q(6.0, "pJ/bit")
+HBM2E_PJ_SOURCE = ("Micron GDDR6X/HBM2E comparison table, 'Average Device Power (pJ/bit)' HBM2E 6.0, as reproduced at "
+                   "http://www.kylolab.com/ultra-bandwidth-solutions.html, read 2026-11-29")
+HBM3E_GAIN = 2.5       # Micron: HBM3 Gen2 (HBM3E) has '2.5x improvement-per-watt compared to ... HBM2E'
+HBM3E_PJ = HBM2E_PJ / HBM3E_GAIN
+HBM3E_PJ_SOURCE = (f"HBM2E's {fmt(HBM2E_PJ)} (Micron table, kylolab.com) over Micron's '{HBM3E_GAIN}x improvement-per-watt "
+                   "compared to ... HBM2E' for its HBM3E (Tom's Hardware, same article as the footprint); the DRAM "
+                   "device only, not the GPU's PHY and controller")
+HBM_GENERATIONS = [   # (name, pins, per-pin rate, per-stack figure the table states)
+    ("HBM2", 1024, q(2.0, "Gbit/s"), q(256, "GB/s")),
+    ("HBM2E", 1024, q(3.6, "Gbit/s"), q(460.8, "GB/s")),
+    ("HBM3", 1024, q(6.4, "Gbit/s"), q(819.2, "GB/s")),
+    ("HBM3E", 1024, HBM3E_PIN, q(1, "TB/s")),
+    ("HBM4", 2048, q(8, "Gbit/s"), q(2, "TB/s")),
+]
+HBM4_SOURCE = ("HBM4 row: JEDEC HBM4 as reported by telepolis.pl, 'a 2048-bit interface ... up to 2 TB/s per stack', "
+               "https://www.telepolis.pl/tech/sprzet/pamiec-vram-hbm4-jedec-specyfikacja-ai, read 2026-11-29")
+
+
+def short_name(entry) -> str:
+    return entry.name.split("(")[0].strip()
+
+
+def rate_field(entry, dtype) -> tuple[str, bool]:
+    """The catalog field whose dense rate this chip delivers for `dtype`, and whether it fell back to a wider
+    precision (A100 has no fp8: an fp8 model on it is dequantised and multiplied in bf16)."""
+    if f"{dtype}_dense" in entry:
+        return f"{dtype}_dense", False
+    for d in (DTYPE_ORDER[DTYPE_ORDER.index(dtype) + 1:] if dtype in DTYPE_ORDER else ()):
+        if f"{d}_dense" in entry:
+            return f"{d}_dense", True
+    raise ParameterError(f"{entry.key} has no dense rate for {dtype} or any wider precision")
+
+
+def validate(p) -> None:
+    for name in ("gpu_a", "gpu_b", "gpu_c"):
+        entry = p[name]
+        try:
+            rate_field(entry, p.dtype)
+        except ParameterError as e:
+            raise ParameterError(f"{name}: {e}") from None
+        for field in ("hbm_bandwidth", "hbm_capacity", "tdp"):
+            if field not in entry:
+                raise ParameterError(f"{name}: {entry.key} has no {field} in the catalog")
+
+
+def memory_wall(gpu_a, gpu_b, gpu_c, dtype, *, source="parameters cell", alt=None) -> Chain:
+    """The chain. Chips are catalog keys or Entries; alt: {symbol: catalog Value} to use an alternative figure
+    the catalog keeps instead of the primary."""
+    alt = alt or {}
+    entries = {t: (g if hasattr(g, "values") else catalog.accelerator(g)) for t, g in zip("abc", (gpu_a, gpu_b, gpu_c))}
+    ch = Chain(f"Bytes per dense {dtype} FLOP: " + " → ".join(short_name(e) for e in entries.values()))
+
+    def given_catalog(symbol, entry, field, unit, label):
+        v = alt.get(symbol, entry[field])
+        cite = v.cite + (f" ({v.note})" if symbol in alt and v.note else "")
+        return ch.given(symbol, v.q.to(unit), label, kind=v.kind, source=cite)
+
+    for tag, e in entries.items():
+        field, fell_back = rate_field(e, dtype)
+        given_catalog(f"F_{tag}", e, field, "TFLOP/s", f"{short_name(e)}: dense {field[:-6]} rate"
+                      + (f" (no {dtype} tensor cores)" if fell_back else ""))
+        given_catalog(f"W_{tag}", e, "hbm_bandwidth", "TB/s", f"{short_name(e)}: HBM bandwidth")
+        given_catalog(f"M_{tag}", e, "hbm_capacity", "GB", f"{short_name(e)}: HBM capacity")
+        ch.step(f"beta_{tag}", f"W_{tag}/F_{tag}", "B/FLOP", f"{short_name(e)}: bytes per FLOP")
+        ch.step(f"kappa_{tag}", f"M_{tag}/F_{tag}", "GB/(TFLOP/s)", f"{short_name(e)}: capacity per FLOP")
+    ch.step("r_ba", "beta_b/beta_a", "", "bytes per FLOP, middle chip over first")
+    ch.step("r_cb", "beta_c/beta_b", "", "bytes per FLOP, last chip over middle")
+    ch.step("r_ca", "beta_c/beta_a", "", "bytes per FLOP, last chip over first")
+    ch.step("s_ba", "kappa_b/kappa_a", "", "capacity per FLOP, middle over first")
+    ch.step("s_cb", "kappa_c/kappa_b", "", "capacity per FLOP, last over middle")
+    # What undoing the wall would take on the last chip.
+    ch.step("W_x", "beta_a*F_c", "TB/s", "bandwidth the last chip needs for the first chip's bytes per FLOP")
+    e_c = entries["c"]
+    if e_c.key in STACKS:
+        n, mem, src = STACKS[e_c.key]
+        ch.given("n_c", n, f"{short_name(e_c)}: HBM stacks ({mem})", kind="spec", source=src)
+        ch.step("w_s", "W_c/n_c", "TB/s", "bandwidth per stack on the last chip")
+    else:
+        ch.given("w_s", (HBM3E_PIN * PINS_PER_STACK).to("TB/s"), "bandwidth per stack (HBM3E)", kind="spec",
+                 source=f"{PINS_PER_STACK} pins x {fmt(HBM3E_PIN)}; {HBM_TABLE} (no stack count on this page for {e_c.key})")
+    ch.solve("n_x", "W_x = n_x*w_s", "", "stacks the last chip would need at that per-stack bandwidth")
+    ch.given("ell", STACK_EDGE, "die edge one HBM stack occupies", kind="spec", source=STACK_EDGE_SOURCE)
+    ch.step("L_x", "n_x*ell", "mm", "shoreline those stacks need")
+    ch.given("L_r", 2 * RETICLE[1], "shoreline of one reticle-limited die: its two long edges",
+             kind="assumption", source=RETICLE_SOURCE)
+    ch.step("d_x", "L_x/L_r", "", "reticle-limited dies' worth of shoreline")
+    ch.given("epsilon", HBM3E_PJ, "HBM energy per bit moved (HBM3E)", kind="assumption", source=HBM3E_PJ_SOURCE)
+    ch.step("P_c", "W_c*epsilon", "W", "HBM power of the last chip, streaming at full bandwidth")
+    ch.step("P_x", "W_x*epsilon", "W", "HBM power at the bandwidth that matches the first chip")
+    given_catalog("T_c", e_c, "tdp", "W", f"{short_name(e_c)}: TDP")
+    ch.step("p_x", "(P_x - P_c)/T_c", "", "the extra memory power as a share of the last chip's TDP")
+    return ch
+
+
+def software_offsets(base: Chain, dtype, mla_model="deepseek-v3", gqa_model="llama-3-70b") -> Chain:
+    """What software gives back: the batch at which bf16 weights reach the ridge, quantised weights, MLA's KV."""
+    mla, gqa = catalog.model(mla_model), catalog.model(gqa_model)
+    ch = Chain("What software gives back: batch to the ridge, quantised weights, compressed KV")
+    for tag in "abc":
+        ch.given(f"beta_{tag}", base[f"beta_{tag}"], next(r.label for r in base.rows if r.symbol.name == f"beta_{tag}"),
+                 kind="derived", source="the chain above")
+    ch.given("k", q(2, "FLOP/parameter/token"), "FLOPs per weight per token (one multiply-add)",
+             kind="derived", source="decode-roofline chapter")
+    ch.given("tau", q(1, "token/sequence"), "tokens each sequence adds per decode step", kind="derived",
+             source="decode")
+    ch.given("b_16", q(2, "B/parameter"), "bytes per bf16 weight", kind="spec", source="bf16 is two bytes")
+    for tag in "abc":
+        ch.step(f"B_{tag}", f"b_16/(k*beta_{tag}*tau)", "sequence",
+                f"batch at which bf16 weights reach the ridge (dense {dtype} rate)")
+    ch.given("b_8", q(1, "B/parameter"), "bytes per fp8 weight", kind="spec", source="fp8 is one byte")
+    ch.given("b_4", q(0.5, "B/parameter"), "bytes per fp4 weight", kind="spec", source="fp4 is half a byte")
+    ch.step("B_c8", "b_8/(k*beta_c*tau)", "sequence", "the same on the last chip with fp8 weights")
+    ch.step("B_c4", "b_4/(k*beta_c*tau)", "sequence", "the same on the last chip with fp4 weights")
+    ch.given("K_mla", models.kv_bytes_per_token(mla, 2), f"{mla.name}: KV cache per token, MLA latent (bf16)",
+             kind="derived", source="utils.models.kv_bytes_per_token from the catalog config")
+    ch.given("K_mha", models.kv_bytes_per_token_mha(mla, 2), f"{mla.name}: the same with full multi-head K and V",
+             kind="derived", source="utils.models.kv_bytes_per_token_mha")
+    ch.step("f_mla", "K_mha/K_mla", "", "MLA's compression of the KV bytes per token")
+    ch.given("K_gqa", models.kv_bytes_per_token(gqa, 2), f"{gqa.name}: KV cache per token, GQA (bf16)",
+             kind="derived", source="utils.models.kv_bytes_per_token")
+    ch.given("K_gmha", models.kv_bytes_per_token_mha(gqa, 2), f"{gqa.name}: the same with one K and V per query head",
+             kind="derived", source="utils.models.kv_bytes_per_token_mha")
+    ch.step("f_gqa", "K_gmha/K_gqa", "", "GQA's compression, for comparison")
+    return ch
+
+
+def chain(p) -> Chain:
+    return memory_wall(p.gpu_a, p.gpu_b, p.gpu_c, p.dtype)
+
+
+def compute(p) -> dict:
+    wall = chain(p)
+    soft = software_offsets(wall, p.dtype)
+    return {**{r.symbol.name: wall[r.symbol.name] for r in wall.rows},
+            **{k: soft[k] for k in ("B_a", "B_b", "B_c", "B_c8", "B_c4", "f_mla", "f_gqa", "K_mla", "K_mha")}}
+
+
+# --- the claim ------------------------------------------------------------------------------------
+# "Halved" is read as a ratio of 0.5 give or take 0.1 (between 0.4 and 0.6); "level" as 1 give or take 0.1.
+CLAIM = dict(first="a100-sxm-80gb", middle="h100-sxm", last="b200", dtype="bf16",
+             halved=0.5, halved_tol=0.1, level=1.0, level_tol=0.1)
+FIRST_40GB = "a100-sxm4-40gb"
+QUOTES = dict(
+    halved="The workload asks for bytes and the chip delivers FLOPs: bytes per FLOP halved from A100 to H100",
+    level="and held level on B200.",
+    software="A defensible thesis is more bandwidth and capacity per FLOP, the shoreline and power arithmetic "
+             "for why it has not happened, and the counterargument that software already routes around the wall.")
+SPEC = "spec/001, paragraph on the memory wall"
+
+
+def halved(r) -> bool:
+    return abs(r - CLAIM["halved"]) <= CLAIM["halved_tol"]
+
+
+def level(r) -> bool:
+    return abs(r - CLAIM["level"]) <= CLAIM["level_tol"]
+
+
+def route2() -> dict:
+    """Second route to each bandwidth: bus width x per-pin rate (AnandTech's SC23 table); B200 as its stacks
+    times the per-stack figure of its launch (TweakTown), which is the launch/DGX 8 TB/s, not the HGX 7.7."""
+    w = {"a100-sxm-80gb": 5120 * q(3.2, "Gbit/s"), "h100-sxm": 5120 * q(5.24, "Gbit/s"),
+         "b200": STACKS["b200"][0] * q(1, "TB/s")}
+    beta = {k: (v / catalog.accelerator(k).q("bf16_dense")).to("B/FLOP") for k, v in w.items()}
+    return dict(r_ba=as_float(beta["h100-sxm"] / beta["a100-sxm-80gb"], ""),
+                r_cb=as_float(beta["b200"] / beta["h100-sxm"], ""), w_b200=w["b200"].to("TB/s"))
+
+
+def readings() -> list[tuple]:
+    """Every reading of "B200" the catalog keeps (one figure varied at a time) against H100, then H200 as
+    the middle chip: (label, chain, ratio, level?)."""
+    out = []
+    for last in ("b200", "gb200"):
+        e = catalog.accelerator(last)
+        for bw in (e["hbm_bandwidth"], *e["hbm_bandwidth"].alternatives):
+            for cap in (e["hbm_capacity"], *e["hbm_capacity"].alternatives):
+                if cap is not e["hbm_capacity"] and bw is not e["hbm_bandwidth"]:
+                    continue
+                alt = {**({"W_c": bw} if bw is not e["hbm_bandwidth"] else {}),
+                       **({"M_c": cap} if cap is not e["hbm_capacity"] else {})}
+                what = (f"{fmt(bw.q)}" + ("" if bw is e["hbm_bandwidth"] else f" ({bw.source.title.split(',')[0]})")
+                        + f", {fmt(cap.q)}" + ("" if cap is e["hbm_capacity"] else f" ({cap.source.title.split(',')[0]})"))
+                ch = memory_wall(CLAIM["first"], CLAIM["middle"], last, CLAIM["dtype"], alt=alt)
+                r = as_float(ch["r_cb"], "")
+                out.append((f"{short_name(e)} vs H100: {what}", ch, r, level(r)))
+    ch = memory_wall(CLAIM["first"], "h200", "b200", CLAIM["dtype"])
+    r = as_float(ch["r_cb"], "")
+    out.append(("B200 (HGX) vs H200", ch, r, level(r)))
+    return out
+
+
+def checks() -> dict:
+    cc = memory_wall(CLAIM["first"], CLAIM["middle"], CLAIM["last"], CLAIM["dtype"], source="the claim")
+    c40 = memory_wall(FIRST_40GB, CLAIM["middle"], CLAIM["last"], CLAIM["dtype"], source="the claim, launch A100")
+    return dict(cc=cc, c40=c40, route2=route2(), readings=readings(), soft=software_offsets(cc, CLAIM["dtype"]))
+
+
+def claims() -> list[Claim]:
+    ck = checks()
+    cc, c40, rd, soft = ck["cc"], ck["c40"], ck["readings"], ck["soft"]
+    r80, r40 = as_float(cc["r_ba"], ""), as_float(c40["r_ba"], "")
+    vs_h100 = [r for label, _, r, _ in rd if "vs H100" in label]
+    lv = all(level(r) for r in vs_h100)
+    h80, h40 = halved(r80), halved(r40)
+    v_halved = HOLDS if h80 and h40 else READING if h80 or h40 else WRONG
+    return [
+        Claim("halved", quote=QUOTES["halved"], source=SPEC, claimed="bytes per FLOP halved from A100 to H100",
+              derived=f"{fmt(r80)} from the A100 80GB; {fmt(r40)} from the A100 40GB", verdict=v_halved,
+              reading=("'A100' read as the A100 SXM4 80GB, the part that replaced the launch 40GB across the market; "
+                       f"from the 40GB part the ratio is {fmt(r40)}") if v_halved == READING else "",
+              nearest_true=(f"bytes per FLOP fell to {fmt(r80)} (A100 80GB) or {fmt(r40)} (A100 40GB) of A100's"
+                            if v_halved == WRONG else ""),
+              reason=(f"HBM bandwidth per dense bf16 FLOP: A100 80GB {fmt(cc['W_a'])} over {fmt(cc['F_a'])} and H100 "
+                      f"{fmt(cc['W_b'])} over {fmt(cc['F_b'])} give {fmt(r80)}, a halving; the launch A100 40GB's "
+                      f"{fmt(c40['W_a'], digits=4)} gives {fmt(r40)}, a third down, not a half")),
+        Claim("level", quote=QUOTES["level"], source=SPEC, claimed="bytes per FLOP held level from H100 to B200",
+              derived=f"{fmt(cc['beta_c'], style='sci')} vs {fmt(cc['beta_b'], style='sci')}: ratio {fmt(cc['r_cb'])}",
+              verdict=HOLDS if lv else WRONG,
+              nearest_true="" if lv else f"B200 has {fmt(cc['r_cb'])} of H100's bytes per FLOP",
+              reason=(f"against H100, the chip the sentence names, B200 has {fmt(cc['r_cb'])} of its bytes per FLOP, and "
+                      f"every B200 and GB200 figure the catalog keeps gives {fmt(min(vs_h100))} to {fmt(max(vs_h100))}; "
+                      f"against H200, the Hopper with HBM3E, it would be {fmt(rd[-1][2])}")),
+        Claim("software", quote=QUOTES["software"], source=SPEC,
+              claimed="more bandwidth and capacity per FLOP has not happened for shoreline and power reasons; "
+                      "software routes around the wall",
+              derived=(f"matching A100's bytes per FLOP on B200 takes {fmt(cc['W_x'])}: {fmt(cc['n_x'])} stacks at "
+                       f"{fmt(cc['w_s'])} each, {fmt(cc['d_x'])} reticle dies' worth of edge, "
+                       f"{fmt(cc['P_x'] - cc['P_c'])} more HBM power; fp8 weights halve the ridge batch, "
+                       f"MLA divides KV bytes by {fmt(soft['f_mla'])}"),
+              verdict=READING,
+              reading=("the thesis read as a design argument: the shoreline and power arithmetic explain why it has not "
+                       "happened, and the counterargument holds for the workloads each software lever fits"),
+              reason=(f"matching the first chip needs {fmt(cc['n_x'])} stacks, {fmt(cc['d_x'])} reticle-limited dies' "
+                      f"worth of edge, and {pct(cc['p_x'])} more of the TDP in HBM power; each software lever exceeds "
+                      f"the hardware's halving (MLA alone divides KV bytes by {fmt(soft['f_mla'])}), but only where it "
+                      f"applies")),
+    ]
+
+
+# --- the page's numbers, tables, figure and exercises ------------------------------------------------
+def chain_texts(p, ch) -> dict:
+    r_end = as_float(ch["r_ca"], "")
+    out = {"dtype": p.dtype, "intro-verdict": "No" if r_end < 0.9 else "More than kept pace" if r_end > 1.1 else "Roughly",
+           "ch-beta-a": fmt(ch["beta_a"], style="sci"), "ch-ridge-a": fmt(1 / ch["beta_a"]),
+           "ch-ridge-c": fmt(1 / ch["beta_c"]), "ch-s-ba": fmt(ch["s_ba"]), "ch-s-cb": fmt(ch["s_cb"]),
+           "ch-kappa-a": fmt(ch["kappa_a"]), "ch-kappa-b": fmt(ch["kappa_b"]), "ch-kappa-c": fmt(ch["kappa_c"]),
+           "ch-w-c": fmt(ch["W_c"]), "ch-f-c": fmt(ch["F_c"]), "ch-w-s": fmt(ch["w_s"]),
+           "ch-n-c": str(STACKS[p.gpu_c.key][0]) if p.gpu_c.key in STACKS else "assumed HBM3E",
+           "ch-n-x-ceil": str(math.ceil(as_float(ch["n_x"]))), "ch-l-x": fmt(ch["L_x"]), "ch-l-r": fmt(ch["L_r"]),
+           "ch-d-x": fmt(ch["d_x"]), "ch-p-c": fmt(ch["P_c"]), "ch-tdp-c": fmt(ch["T_c"]), "ch-p-x-share": pct(ch["p_x"]),
+           "ch-epsilon": fmt(ch["epsilon"])}
+    for tag, name in zip("abc", ("gpu_a", "gpu_b", "gpu_c")):
+        out[f"name-{tag}"] = short_name(p[name])
+    return out
+
+
+def hbm_rows() -> list[tuple]:
+    rows = []
+    for name, pins, rate, stated in HBM_GENERATIONS:
+        per_stack = (pins * rate).to("GB/s")
+        assert abs(as_float(per_stack / stated, "") - 1) < 0.03, (name, per_stack, stated)
+        rows.append((name, f"{pins:,}", fmt(rate), fmt(per_stack), fmt(stated)))
+    return rows
+
+
+def chip_rows() -> list[tuple]:
+    rows = []
+    for key in sorted(catalog.keys("accelerator"), key=lambda k: (as_float(catalog.accelerator(k).q("bf16_dense"), "FLOP/s"),
+                                                                  as_float(catalog.accelerator(k).q("hbm_bandwidth"), "B/s"))):
+        if key in STACKS:
+            e, (n, mem, _) = catalog.accelerator(key), STACKS[key]
+            per_stack = (e.q("hbm_bandwidth") / n).to("GB/s")
+            rows.append((short_name(e), mem, str(n), fmt(e.q("hbm_bandwidth")), fmt(per_stack),
+                         fmt((per_stack / PINS_PER_STACK).to("Gbit/s"))))
+    return rows
+
+
+def shoreline_texts() -> dict:
+    sites = 2 * math.floor(as_float(RETICLE[1] / STACK_EDGE, ""))
+    assert sites == STACKS["h200"][0]   # GH100, a near-reticle die, has exactly six HBM sites (H100 fills five)
+    return {"hbm3-stack": fmt((HBM_GENERATIONS[2][1] * HBM_GENERATIONS[2][2]).to("GB/s")),
+            "hbm3-pin": fmt(HBM_GENERATIONS[2][2]), "hbm4-stack": fmt((HBM_GENERATIONS[4][1] * HBM_GENERATIONS[4][2]).to("TB/s")),
+            "sites-per-die": str(sites), "h100-stacks": str(STACKS["h100-sxm"][0]), "reticle-long": fmt(RETICLE[1]),
+            "stack-edge": fmt(STACK_EDGE), "hbm2e-pj": fmt(HBM2E_PJ), "hbm3e-gain": fmt(HBM3E_GAIN)}
+
+
+def check_texts(ck) -> dict:
+    cc, c40, r2, rd = ck["cc"], ck["c40"], ck["route2"], ck["readings"]
+    r_level = [r for _, _, r, _ in rd[:-1]]
+    return {"check-r-ba": fmt(cc["r_ba"]), "check-r-cb": fmt(cc["r_cb"]), "check-r-ba2": f"{r2['r_ba']:.3f}",
+            "check-r-cb2": f"{r2['r_cb']:.3f}", "check-w-b200-2": fmt(r2["w_b200"]),
+            "check-beta-a": fmt(cc["beta_a"], style="sci"), "check-beta-b": fmt(cc["beta_b"], style="sci"),
+            "check-beta-c": fmt(cc["beta_c"], style="sci"), "check-w40": fmt(c40["W_a"], digits=4), "check-w80": fmt(cc["W_a"]),
+            "check-beta-40": fmt(c40["beta_a"], style="sci"), "check-r-40": fmt(c40["r_ba"]),
+            "check-halved-lo": fmt(CLAIM["halved"] - CLAIM["halved_tol"]),
+            "check-halved-hi": fmt(CLAIM["halved"] + CLAIM["halved_tol"]),
+            "check-level-lo": fmt(CLAIM["level"] - CLAIM["level_tol"]),
+            "check-level-hi": fmt(CLAIM["level"] + CLAIM["level_tol"]),
+            "check-level-min": fmt(min(r_level)), "check-level-max": fmt(max(r_level)), "check-h200-r": fmt(rd[-1][2]),
+            "check-h200-beta": fmt(rd[-1][1]["beta_b"], style="sci"), "check-s-ba": fmt(cc["s_ba"]),
+            "check-s-cb": fmt(cc["s_cb"]), "check-rate-x": fmt(cc["F_b"] / cc["F_a"])}
+
+
+def reading_rows(ck) -> list[tuple]:
+    return [(label, fmt(ch["beta_c"], style="sci"), fmt(r), "level" if ok else "not level", fmt(ch["s_cb"]))
+            for label, ch, r, ok in ck["readings"]]
+
+
+def software_texts(out) -> dict:
+    return {"sw-b-b": fmt(out["B_b"]), "sw-b-c8": fmt(out["B_c8"]), "sw-b-c4": fmt(out["B_c4"]),
+            "sw-k-mla": fmt(out["K_mla"], "kB/token"), "sw-k-mha": fmt(out["K_mha"], "MB/token"),
+            "sw-f-gqa": fmt(out["f_gqa"]), "sw-mla-name": short_name(catalog.model("deepseek-v3")),
+            "sw-gqa-name": catalog.model("llama-3-70b").name}
+
+
+def figure_data(p) -> dict:
+    """Every catalog chip's bytes and capacity per dense FLOP, in order of dense rate (then bandwidth)."""
+    def rate_of(key):
+        e = catalog.accelerator(key)
+        return e.q(rate_field(e, p.dtype)[0]).to("TFLOP/s").m
+    keys = sorted(catalog.keys("accelerator"), key=lambda k: (rate_of(k), catalog.accelerator(k).q("hbm_bandwidth").to("TB/s").m))
+    bw = {k: catalog.accelerator(k).q("hbm_bandwidth").to("TB/s").m for k in keys}
+    cap = {k: catalog.accelerator(k).q("hbm_capacity").to("GB").m for k in keys}
+    label = {k: short_name(catalog.accelerator(k)).replace("NVIDIA ", "").replace("AMD Instinct ", "").split(",")[0]
+             for k in keys}
+    return dict(keys=keys, rate={k: rate_of(k) for k in keys}, bw=bw, label=label,
+                beta={k: bw[k] * 1e12 / (rate_of(k) * 1e12) for k in keys},
+                kappa={k: cap[k] / rate_of(k) for k in keys},
+                chosen={p.gpu_a.key, p.gpu_b.key, p.gpu_c.key})
+
+
+def what_changes() -> dict:
+    fp8 = memory_wall(CLAIM["first"], CLAIM["middle"], CLAIM["last"], "fp8")
+    return {"wc-fp8-r-ba": fmt(fp8["r_ba"]), "wc-fp8-r-cb": fmt(fp8["r_cb"])}
+
+
+def exercises(ck) -> dict:
+    mi = memory_wall("h100-sxm", "h100-sxm", "mi300x", "bf16")
+    fp8 = memory_wall(CLAIM["first"], CLAIM["middle"], CLAIM["last"], "fp8")
+    cc = ck["cc"]
+    pins4, rate4 = HBM_GENERATIONS[4][1], HBM_GENERATIONS[4][2]
+    n4 = as_float(cc["W_x"] / (pins4 * rate4).to("TB/s"), "")
+    return {"ex1-name": short_name(catalog.accelerator("mi300x")), "ex1-beta": fmt(mi["beta_c"], style="sci"),
+            "ex1-kappa": fmt(mi["kappa_c"]), "ex1-r": fmt(mi["r_cb"]), "ex1-s": fmt(mi["s_cb"]),
+            "ex1-stacks": str(STACKS["mi300x"][0]), "ex2-pins": f"{pins4:,}", "ex2-rate": fmt(rate4),
+            "ex2-need": fmt(cc["W_x"]), "ex2-stacks": fmt(n4), "ex2-whole": str(math.ceil(n4)),
+            "ex2-has": str(STACKS["b200"][0]), "ex3-a": fmt(fp8["beta_a"], style="sci"),
+            "ex3-b": fmt(fp8["beta_b"], style="sci"), "ex3-c": fmt(fp8["beta_c"], style="sci"),
+            "ex3-w": fmt(fp8["W_x"]), "ex3-n": fmt(fp8["n_x"])}
+
+
+def ridge_check(ck) -> float:
+    """Third route: utils.roofline's ridge is the reciprocal of bytes per FLOP; the largest residual."""
+    return max(abs(as_float(roofline.chip(key).ridge * ck["cc"][f"beta_{tag}"], "") - 1)
+               for tag, key in zip("abc", (CLAIM["first"], CLAIM["middle"], CLAIM["last"])))
