@@ -122,3 +122,48 @@ def test_the_gcd_rule_matches_the_analyser_for_every_pitch(elem_bytes):
 def test_bad_input_raises(bad):
     with pytest.raises(ValueError):
         bad()
+
+
+# --- the chapter's chain (utils/chains/bank_conflicts.py) --------------------------------------------
+from utils import chains  # noqa: E402
+from utils.chains import bank_conflicts as bc_chain  # noqa: E402
+from utils.params import ParameterError  # noqa: E402
+from utils.verdicts import HOLDS  # noqa: E402
+
+
+def test_chain_claim_holds_and_the_gcd_rule_is_proved():
+    (c,) = bc_chain.claims()
+    assert c.verdict == HOLDS
+    ck = bc_chain.checks()
+    assert ck["gcd_rule"] and ck["fp64"] == (16, 32, 1, 2)
+    assert ck["clock"].to("GHz").m == pytest.approx(1.98, rel=0.01)       # second route to the clock
+
+
+def test_chain_published_figures():
+    r = chains.derive("bank-conflicts")
+    assert (r["conflict_degree_unpadded"].m, r["conflict_degree_padded"].m) == (32, 1)
+    assert r["transpose_time_floor"].to("s").m == pytest.approx(2 * 16384**2 * 4 / 4.8e12, rel=1e-9)
+    # unpadded: F (1 + 32) wavefronts at 132 SMs x 1.98 GHz against the HBM floor
+    F = 16384**2 * 4 / 128
+    assert r["predicted_slowdown"].m == pytest.approx(F * 33 / (132 * 1.98e9) / (2 * 16384**2 * 4 / 4.8e12), rel=1e-9)
+
+
+def test_chain_a_misaligned_wide_pad_is_refused_by_the_analyser():
+    with pytest.raises(ValueError):
+        analyse([lane * (32 * 8 + 4) for lane in range(WARP)], 8)
+
+
+@pytest.mark.parametrize("name,value", [("tile", 48), ("pitch", 16), ("matrix_n", 1000), ("elem_bytes", 2),
+                                        ("sm_clock_ghz", 0.0), ("gpu", "no-such-gpu")])
+def test_chain_bad_inputs_are_refused(name, value):
+    with pytest.raises(ParameterError, match=name):
+        chains.derive("bank-conflicts", **{name: value})
+
+
+def test_chain_properties_odd_pitch_free_slower_clock_costlier():
+    for pitch in (33, 35, 37, 63):
+        assert chains.derive("bank-conflicts", pitch=pitch)["conflict_degree_padded"].m == 1
+    assert chains.derive("bank-conflicts", pitch=48)["conflict_degree_padded"].m == 16
+    base = chains.derive("bank-conflicts")["predicted_slowdown"].m
+    assert chains.derive("bank-conflicts", sm_clock_ghz=1.5)["predicted_slowdown"].m > base
+    assert chains.derive("bank-conflicts", gpu="h100-sxm")["predicted_slowdown"].m < base

@@ -106,3 +106,48 @@ def test_bad_input_is_refused(bad):
 
 def test_constants():
     assert (WARP, SECTOR, LINE) == (32, 32, 128)
+
+
+# --- the chapter's chain (utils/chains/coalescing.py) ------------------------------------------------
+from utils import chains  # noqa: E402
+from utils.chains import coalescing as co_chain  # noqa: E402
+from utils.params import ParameterError  # noqa: E402
+from utils.verdicts import READING  # noqa: E402
+
+
+def test_chain_claim_holds_under_the_sector_reading():
+    (c,) = co_chain.claims()
+    assert c.verdict == READING and "sector" in c.reading
+    rd = co_chain.readings()
+    assert rd[4][:3] == (32, 4, 8.0) and rd[2][2] == 16 and rd[8][2] == 4 and rd[4][3] == 32
+    assert co_chain.copy_ratio() == 4.5
+
+
+def test_chain_published_figures_and_counter_agree():
+    r = chains.derive("coalescing")
+    assert (r["sectors_contiguous"].m, r["sectors_strided"].m, r["loop_order_ratio"].m) == (4, 32, 8)
+    assert r["efficiency_strided"].m == 0.125 and r["effective_bandwidth_strided"].to("TB/s").m == pytest.approx(0.6)
+    for e in (1, 2, 4, 8, 16):
+        for s in (1, 2, 3, 7, 8, 33):
+            p = chains.check("coalescing", bytes_per_element=e, stride_elements=s, row_elements=s * 8 + 1)
+            assert co_chain.counter_agrees(p, co_chain.compute(p)), (e, s)
+
+
+def test_chain_strided_copy_prediction_matches_the_kernels_byte_count():
+    pytest.importorskip("torch")
+    from utils.kernels.strided import moved_bytes
+    assert moved_bytes(10**6, 32, 4) / moved_bytes(10**6, 1, 4) == co_chain.copy_ratio()
+
+
+@pytest.mark.parametrize("name,value", [("bytes_per_element", 3), ("stride_elements", 0), ("row_elements", 1.5),
+                                        ("gpu", "no-such-gpu")])
+def test_chain_bad_inputs_are_refused(name, value):
+    with pytest.raises(ParameterError, match=name):
+        chains.derive("coalescing", **{name: value})
+
+
+def test_chain_wider_elements_waste_less():
+    effs = [chains.derive("coalescing", bytes_per_element=e)["efficiency_strided"].m for e in (1, 2, 4, 8, 16)]
+    assert effs == sorted(effs) and effs[-1] == 0.5
+    ratios = [chains.derive("coalescing", bytes_per_element=e)["loop_order_ratio"].m for e in (2, 4, 8)]
+    assert ratios == [16, 8, 4]
