@@ -70,3 +70,12 @@ def test_a_catalog_value_brings_its_kind_and_source():
     assert peak.to("TFLOP/s").m == pytest.approx(989.4)
     row = ch.rows[0]
     assert row.kind == "spec" and "datasheet" in row.source.lower() and "read 2026" in row.source
+
+
+def test_value_adds_a_named_result_without_a_row():
+    ch = six_nd()
+    rows = len(ch.rows)
+    ch.value("C_yotta", ch["C"].to("YFLOP"))
+    assert ch["C_yotta"].m == pytest.approx(6.3) and len(ch.rows) == rows
+    with pytest.raises(ValueError, match="already defined"):
+        ch.value("C", 1.0)

@@ -100,6 +100,14 @@ class Chain:
         self._values[name] = value
         return value
 
+    def value(self, name: str, quantity):
+        """A named value the chain's results read but its table does not show (the same number in
+        another unit, a count rounded for publishing): readable as chain[name], no row."""
+        if name in self._values:
+            raise ValueError(f"{name!r} is already defined in this chain")
+        self._values[name] = quantity if hasattr(quantity, "units") else Q_(quantity, "")
+        return self._values[name]
+
     # --- reading ----------------------------------------------------------------------------
     def __getitem__(self, name: str):
         return self._values[name]
