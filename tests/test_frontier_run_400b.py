@@ -1,0 +1,60 @@
+"""frontier-run-400b's chain: the claims on their own inputs, Llama 3's layout, bad inputs, properties."""
+import pytest
+
+from utils import chains
+from utils.chains import frontier_run_400b as frontier
+from utils.params import ParameterError
+from utils.verdicts import HOLDS, UNCHECKABLE
+
+
+def test_compute_and_days_hold_at_the_sources_mfu():
+    judged = {c.name: c for c in frontier.claims()}
+    assert judged["frontier-run"].verdict == HOLDS
+    ch = frontier.checks()["chain"]
+    assert ch["C"].to("FLOP").m == pytest.approx(2.4e25, rel=1e-12)
+    assert ch["T"].to("day").m == pytest.approx(2.4e25 / (16384 * 989.4e12 * 0.4) / 86400, rel=1e-9)
+    assert round(ch["T"].to("day").m) == 43
+
+
+def test_about_380_interruptions_rests_on_a_rate_the_source_never_gives():
+    ck = frontier.checks()
+    r = ck["readings"]
+    assert r[frontier.READINGS[0]] == pytest.approx(466 / (54 * 16384) * 16384 * ck["chain"]["T"].to("day").m)
+    assert round(r[frontier.READINGS[0]]) == 370
+    c = {c.name: c for c in frontier.claims()}["interruptions"]
+    assert c.verdict == UNCHECKABLE and "370" in c.reason and "402" in c.reason and "bracketing" in c.reason
+
+
+def test_layout_is_llama3s():
+    assert frontier.checks()["layout"] == (8, 16, 128)
+
+
+def test_published_defaults():
+    out = chains.derive("frontier-run-400b")
+    assert out["checkpoint_size"].m == pytest.approx(4.8) and out["checkpoint_write_seconds"].m == pytest.approx(2.4)
+    assert out["goodput"].m == pytest.approx(1 - (2 * 2.4 / (out["job_mtbi_hours"].m * 3600 / 0.9)) ** 0.5
+                                             - 600 / (out["job_mtbi_hours"].m * 3600), rel=1e-9)
+
+
+@pytest.mark.parametrize("values, message", [
+    ({"n_gpus": 64}, "n_gpus must be at least"),
+    ({"mfu": 1.5}, "mfu must be a fraction"),
+    ({"restart_minutes": -1.0}, "restart_minutes must be >= 0"),
+    ({"interruptions_per_gpu_day": 0.0}, "interruptions_per_gpu_day must be > 0"),
+    ({"interruptions_per_gpu_day": 0.05}, "never finishes"),
+    ({"gpu": "nope"}, "unknown accelerator"),
+])
+def test_bad_inputs_are_refused(values, message):
+    with pytest.raises(ParameterError, match=message):
+        chains.derive("frontier-run-400b", **values)
+
+
+def test_properties():
+    base = chains.derive("frontier-run-400b")
+    half = chains.derive("frontier-run-400b", n_gpus=8192)
+    assert half["compute_days"].m == pytest.approx(2 * base["compute_days"].m)
+    assert half["interruptions"].m == pytest.approx(base["interruptions"].m)      # same GPU-days
+    assert half["goodput"] > base["goodput"]
+    slow = chains.derive("frontier-run-400b", checkpoint_write_gb_per_s=200.0)
+    assert slow["checkpoint_interval"].m == pytest.approx(base["checkpoint_interval"].m * 10 ** 0.5)
+    assert slow["wall_clock_days"] > base["wall_clock_days"]

@@ -1,0 +1,304 @@
+"""fleet-size: the fleet equation solved for GPU count, the headroom, and the rounding to a power of two.
+
+The compute a run needs equals the compute a fleet delivers, C = N_gpu R u T, with C = 6ND from the
+model (N the parameters multiplied per token) and R the DENSE bf16 peak of one GPU. The exact count is
+then given headroom for what is not training and rounded up, to the next power of two (or whole nodes).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from utils import catalog
+from utils.chain import Chain, as_float
+from utils.chains import Result
+from utils.models import param_count
+from utils.params import Param, ParameterError
+from utils.training import fat_tree_sizes, fleet_equation, free_headroom, next_power_of_two, rounding_orders, six_nd
+from utils.units import fmt, pct, q, short
+from utils.verdicts import HOLDS, UNCHECKABLE, Claim, ratio
+
+RUN = "llama-3-405b-pretraining"    # the Llama 3 paper's figures (arXiv:2407.21783), from the run catalog
+
+PARAMETERS = (
+    Param("model", "llama-3-70b", "the model: a catalog key or the path of a Hugging Face config.json",
+          check="model", source="catalog: Llama-3-70B, the claim's model (6ND chapter)"),
+    Param("n_tokens", 15e12, "training tokens, D", unit="token", source="the claim (15T tokens)"),
+    Param("gpu", "h100-sxm", "the accelerator: a catalog key (its dense bf16 rate is the peak)",
+          check="accelerator", source="catalog: the claim's H100 SXM"),
+    Param("mfu", 0.40, "model FLOPs utilisation: share of the dense bf16 peak spent on 6ND",
+          check="fraction", source="the claim's 40%; Llama-3-405B reported 38-43% on H100 (Table 4)"),
+    Param("run_days", 30.0, "wall-clock length of the run", unit="day",
+          source="this book's assumption (a month; the claim names no run length)"),
+    Param("headroom", 0.15, "extra fleet, as a share of the exact count, for what is not training",
+          check="non_negative", source="the claim's 15%"),
+    Param("gpus_per_node", 8, "GPUs in one node (an HGX/DGX baseboard holds eight)", check="whole",
+          source="HGX/DGX H100 baseboard; Llama 3 paper sec. 3.3.1"),
+)
+REFUSED = {"n_params": "the parameter count follows from model= (a catalog key or a config.json); "
+                       "set model instead, so the count is the model's own"}
+
+RESULTS = (
+    Result("train_flops", "FLOP", "Training compute, 6ND", of="C"),
+    Result("gpus_exact", "GPU", "GPUs, exact (before headroom and rounding)", of="N_gpu"),
+    Result("gpu_hours", "GPU*hour", "GPU-hours at the MFU", of="G"),
+    Result("gpus_with_headroom", "GPU", "GPUs with headroom, before rounding", of="N_h"),
+    Result("gpus_planned", "GPU", "GPUs planned: headroom, then the next power of two", of="N_2"),
+    Result("nodes_planned", "node", "Nodes in the planned fleet", of="n_nodes"),
+    Result("gpus_whole_nodes", "GPU", "GPUs with headroom, rounded to whole nodes", of="N_8"),
+    Result("run_days_planned", "day", "Compute days on the planned fleet at the MFU", of="T_2"),
+    Result("mfu_cliff", "", "MFU below which the planned fleet doubles", of="u_c", percent=True),
+    Result("run_days_cliff", "day", "Run length below which the planned fleet doubles", of="T_c"),
+)
+
+
+def validate(p):
+    if "bf16_dense" not in p.gpu:
+        raise ParameterError(f"gpu: {p.gpu.name} has no dense bf16 rate in the catalog")
+
+
+def fleet(n_params, n_tokens, gpu, mfu, run_days, headroom, gpus_per_node=8, *, peak_field="bf16_dense",
+          kind="assumption", source="parameters cell") -> Chain:
+    """The fleet equation solved for GPU count, then headroom and rounding, as a Chain.
+    gpu: a catalog key or Entry; peak_field: which of its rates is read as the peak."""
+    accel = catalog.accelerator(gpu) if isinstance(gpu, str) else gpu
+    peak = accel[peak_field]
+    ch = Chain(f"Fleet size on {accel.name}")
+    six_nd(ch, n_params, n_tokens, kind=kind, source=source)
+    run = catalog.run(RUN)
+    fleet_equation(ch, peak.q, mfu, run_days, peak_label=f"peak of one GPU ({peak_field.replace('_', ' ')})",
+                   peak_kind=peak.kind, peak_source=peak.cite, source=source,
+                   mfu_source=source if source != "parameters cell" else
+                   f"assumption; Llama-3-405B reported {mfu_range(run)} on H100 (arXiv:2407.21783, Table 4)")
+    ch.given("h", q(headroom, ""), "headroom", kind="assumption", source=source)
+    ch.step("N_h", "N_gpu*(1 + h)", "GPU", "GPUs with headroom")
+    ch.given("g", q(1.0, "GPU"), "one GPU (makes the count a pure number)", kind="definition")
+    ch.step("e", "ceiling(log(N_h/g)/log(2))", "", "exponent of the next power of two")
+    ch.step("N_2", "g*2**e", "GPU", "GPUs planned: the next power of two")
+    ch.given("n_g", q(float(gpus_per_node), "GPU/node"), "GPUs per node", kind="spec",
+             source="HGX/DGX baseboard; Llama 3 paper sec. 3.3.1")
+    ch.step("n_nodes", "N_2/n_g", "node", "nodes in the planned fleet")
+    ch.step("N_8", "n_g*ceiling(N_h/n_g)", "GPU", "or: whole nodes")
+    ch.solve("T_2", "C = N_2*R*u*T_2", "day", "compute days on the planned fleet")
+    # The step boundaries of the staircase: where N_gpu (1 + h) reaches N_2, the plan doubles.
+    ch.solve("u_c", "C*(1 + h) = N_2*R*u_c*T", "", "MFU below which the plan doubles")
+    ch.solve("T_c", "C*(1 + h) = N_2*R*u*T_c", "day", "run length below which the plan doubles")
+    return ch
+
+
+def run_length(n_params, n_tokens, gpu, mfu, n_gpus, *, peak_field="bf16_dense", source="the claim") -> Chain:
+    """The fleet equation solved for the run length that a given GPU count needs."""
+    accel = catalog.accelerator(gpu) if isinstance(gpu, str) else gpu
+    peak = accel[peak_field]
+    ch = Chain("Run length for a given fleet")
+    six_nd(ch, n_params, n_tokens, source=source)
+    ch.given("R", peak.q.to("FLOP/s") / q(1, "GPU"), f"peak of one GPU ({peak_field.replace('_', ' ')})",
+             kind=peak.kind, source=peak.cite)
+    ch.given("u", q(mfu, ""), "model FLOPs utilisation", kind="assumption", source=source)
+    ch.given("N_gpu", q(n_gpus, "GPU"), "GPUs", kind="assumption", source=source)
+    ch.solve("T", "C = N_gpu*R*u*T", "day", "run length, wall clock")
+    return ch
+
+
+def n_params_of(m) -> float:
+    """N of 6ND: the parameters multiplied per token (the active ones for a mixture of experts)."""
+    return param_count(m)["active"].m
+
+
+def compute(p) -> Chain:
+    return fleet(n_params_of(p.model), p.n_tokens, p.gpu, p.mfu, p.run_days, p.headroom, p.gpus_per_node,
+                 kind="spec", source=f"{p.model.name}, counted from its configuration; parameters cell")
+
+
+# --- the Llama 3 run: layouts, MFU, reliability ----------------------------------------------------
+def mfu_range(run=None) -> str:
+    run = run or catalog.run(RUN)
+    mfus = [as_float(run.q(f"table4_row{i}_mfu")) for i in (1, 2, 3)]
+    return f"{pct(min(mfus)).rstrip('%')}-{pct(max(mfus))}"
+
+
+def llama3_layouts() -> list[dict]:
+    """Table 4's pre-training layouts (GPUs = TP x CP x PP x DP, each a power of two), with the MFU
+    re-derived from the reported per-GPU rate over the catalog's dense peak."""
+    run = catalog.run(RUN)
+    peak = catalog.accelerator(run.q("accelerator")).q("bf16_dense")
+    rows = []
+    for i in (1, 2, 3):
+        f = {k: int(as_float(run.q(f"table4_row{i}_{k}"))) for k in ("gpus", "tp", "cp", "pp", "dp")}
+        rate = run.q(f"table4_row{i}_tflops_per_gpu")
+        rows.append(dict(**f, rate=rate, mfu_derived=as_float(rate / peak, ""),
+                         mfu_printed=as_float(run.q(f"table4_row{i}_mfu"))))
+    return rows
+
+
+def llama3_dp_reading() -> dict:
+    """Table 4's long-context row prints DP 4; the catalog reads 8 (its GPU count and its batch need it)."""
+    run = catalog.run(RUN)
+    dp3 = run["table4_row3_dp"]
+    printed = int(as_float(next(a.q for a in dp3.alternatives if a.kind == "spec")))
+    read = int(as_float(dp3.q))
+    row = {f: as_float(run.q(f"table4_row3_{f}")) for f in ("gpus", "tp", "cp", "pp", "batch_per_dp")}
+    seq = as_float(run.q("table4_row3_seq_len"), "token")
+    return dict(printed=printed, read=read, kind=dp3.kind, gpus=row["gpus"], batch_per_dp=row["batch_per_dp"],
+                seq=seq, batch_stated=as_float(run.q("batch_tokens"), "token"),
+                gpus_printed=row["tp"] * row["cp"] * row["pp"] * printed,
+                gpus_read=row["tp"] * row["cp"] * row["pp"] * read,
+                tokens_printed=printed * row["batch_per_dp"] * seq, tokens_read=read * row["batch_per_dp"] * seq)
+
+
+def llama3_reliability() -> dict:
+    """Llama 3 paper sec. 3.3.4: interruptions in a snapshot on up to 16K H100s, and the effective
+    training time, with the headroom that time needs: 1/ETT - 1."""
+    run = catalog.run(RUN)
+    ett = as_float(run.q("effective_training_time"))
+    n, window = as_float(run.q("interruptions")), run.q("snapshot_days")
+    return dict(name=run.name.split(" (")[0], interruptions=int(n), window=window.to("day"),
+                gpus=run.q("gpus").to("GPU"), ett=ett, overhead=1 / ett - 1, mtbi=(window / n).to("hour"))
+
+
+def fat_tree() -> dict:
+    ndr = catalog.interconnect("ib-ndr")
+    radix = int(as_float(ndr.q("switch_ports")))
+    return dict(name=ndr.q("switch_name"), radix=radix, sizes=fat_tree_sizes(radix))
+
+
+# --- the claim ------------------------------------------------------------------------------------
+# As the source states it: about 6,200 H100s at 40% MFU, a power of two, 15% headroom; its compute is the
+# 6ND chapter's 70B (nominal) on 15T tokens. The source names no run length.
+CLAIM = dict(n_params=70e9, n_tokens=15e12, gpu="h100-sxm", mfu=0.40, gpus=6200, headroom=0.15)
+QUOTE = ("The fleet equation solved for GPU count: about 6,200 H100s at 40% MFU, why it rounds up to a "
+         "power of two, and the reasons a good answer adds 15% before naming a number.")
+SOURCE = "spec/001, paragraph on the fleet equation (the 6ND chapter's 70B on 15T tokens, H100, 40% MFU)"
+MONTH_DAYS = 30.0   # the book's default run length (an assumption), not the claim's
+
+
+def _base() -> dict:
+    return {k: CLAIM[k] for k in ("n_params", "n_tokens", "gpu", "mfu")}
+
+
+def checks() -> dict:
+    """The check section's chains, all on the claim's own inputs."""
+    at_claim = run_length(**_base(), n_gpus=CLAIM["gpus"])
+    month = fleet(**_base(), run_days=MONTH_DAYS, headroom=CLAIM["headroom"], source="the claim")
+    sparse = fleet(**_base(), run_days=MONTH_DAYS, headroom=CLAIM["headroom"], peak_field="bf16_sparse",
+                   source="the claim")
+    claimed_h = CLAIM["gpus"] * (1 + CLAIM["headroom"])
+    return dict(run_length=at_claim, month=month, sparse=sparse, claimed_with_headroom=q(claimed_h, "GPU"),
+                claimed_planned=q(next_power_of_two(claimed_h), "GPU"),
+                orders=rounding_orders(CLAIM["gpus"], CLAIM["headroom"]),
+                month_orders=rounding_orders(month["N_gpu"], CLAIM["headroom"]),
+                gap=ratio(month["N_gpu"], q(CLAIM["gpus"], "GPU")) - 1,
+                reliability=llama3_reliability())
+
+
+def claims() -> list[Claim]:
+    ck = checks()
+    T = ck["run_length"]["T"]
+    r = ck["reliability"]
+    two_months = fleet(**_base(), run_days=2 * MONTH_DAYS, headroom=CLAIM["headroom"], source="the claim")
+    plan = ck["orders"]["headroom, then the next power of two (the plan)"]
+    other = ck["orders"]["the next power of two, then headroom, then round again"]
+    covers = CLAIM["headroom"] >= r["overhead"]
+    return [
+        Claim("fleet-size", quote=QUOTE, source=SOURCE,
+              claimed=f"about {fmt(q(CLAIM['gpus'], 'GPU'))} at {pct(CLAIM['mfu'])} MFU",
+              derived=f"{fmt(q(CLAIM['gpus'], 'GPU'))} is a {fmt(T)} run; {fmt(ck['month']['N_gpu'])} at "
+                      f"{fmt(q(MONTH_DAYS, 'day'))}",
+              verdict=UNCHECKABLE,
+              reason=f"The source names no run length, and the count is inversely proportional to it: "
+                     f"{fmt(q(CLAIM['gpus'], 'GPU'))} at {pct(CLAIM['mfu'])} MFU deliver the "
+                     f"{fmt(ck['month']['C'])} in {fmt(T)}, and {fmt(ck['month']['N_gpu'])} would at "
+                     f"{fmt(q(MONTH_DAYS, 'day'))}, {fmt(two_months['N_gpu'])} at {fmt(two_months['T'])}; "
+                     f"a run length solved from the count is not a reading, so the count pins only the "
+                     f"{fmt(ck['month']['G'].to('GPU*day'))} the run needs."),
+        Claim("headroom", quote="why it rounds up to a power of two, and the reasons a good answer adds 15% "
+                                "before naming a number",
+              source=SOURCE,
+              claimed=f"+{pct(CLAIM['headroom'])}, then the next power of two",
+              derived=f"{fmt(q(CLAIM['gpus'], 'GPU'))} x {1 + CLAIM['headroom']:.2f} -> {fmt(q(plan, 'GPU'))}; "
+                      f"Llama 3 overhead {pct(r['overhead'])}",
+              verdict=HOLDS if covers and plan == next_power_of_two(ck["claimed_with_headroom"]) else UNCHECKABLE,
+              reason=f"{pct(CLAIM['headroom'])} covers the {pct(r['overhead'])} more GPU-time that "
+                     f"{r['name']}'s {pct(r['ett'])} effective training time needs; on the claimed count it makes "
+                     f"{fmt(ck['claimed_with_headroom'])}, and the next power of two is {fmt(q(plan, 'GPU'))} "
+                     f"(rounding first and adding headroom after would name {fmt(q(other, 'GPU'))})."),
+    ]
+
+
+# --- the page's tables, figure and exercises ------------------------------------------------------
+def sparse_reading(p) -> Chain | None:
+    """The same run with the sparse headline read as the peak (None where the catalog has no such rate)."""
+    if "bf16_sparse" not in p.gpu:
+        return None
+    return fleet(n_params_of(p.model), p.n_tokens, p.gpu, p.mfu, p.run_days, p.headroom, p.gpus_per_node,
+                 peak_field="bf16_sparse")
+
+
+def at_run_lengths(p, days=(30.0, 45.0, 60.0, 90.0, 120.0)) -> list[Chain]:
+    return [fleet(n_params_of(p.model), p.n_tokens, p.gpu, p.mfu, d, p.headroom, p.gpus_per_node)
+            for d in sorted({*days, float(p.run_days)})]
+
+
+def count_curves(p, mfus, days=(30.0, 60.0, 90.0)) -> dict[float, np.ndarray]:
+    """Exact GPU count against MFU, one curve per run length (the parameters' own included)."""
+    ch = compute(p)
+    C, R = as_float(ch["C"], "FLOP"), as_float(ch["R"], "FLOP/s/GPU")
+    return {d: C / (R * np.asarray(mfus) * d * 86400) for d in sorted({*days, float(p.run_days)})}
+
+
+def planned_grid(p, mfus, days) -> np.ndarray:
+    """log2 of the planned count (headroom, then the next power of two) over an MFU x run-length grid."""
+    ch = compute(p)
+    C, R = as_float(ch["C"], "FLOP"), as_float(ch["R"], "FLOP/s/GPU")
+    M, Dd = np.meshgrid(mfus, days)
+    return np.ceil(np.log2(C / (R * M * Dd * 86400) * (1 + p.headroom)))
+
+
+def sensitivities(p) -> dict:
+    """What changes the answer: a lower MFU, a newer chip, and the headroom that rides free in the rounding."""
+    ch = compute(p)
+    low = fleet(n_params_of(p.model), p.n_tokens, p.gpu, 0.30, p.run_days, p.headroom, p.gpus_per_node)
+    b200 = fleet(n_params_of(p.model), p.n_tokens, "b200", p.mfu, p.run_days, p.headroom, p.gpus_per_node)
+    return dict(mfu_low=0.30, exact_low=low["N_gpu"], b200_name=catalog.accelerator("b200").name.split(" (")[0],
+                b200_exact=b200["N_gpu"], b200_ratio=ratio(b200["N_gpu"], ch["N_gpu"]),
+                cliff_planned=2 * ch["N_2"], free_headroom=free_headroom(ch["N_gpu"]),
+                free_pow2=q(next_power_of_two(ch["N_gpu"]), "GPU"),
+                slack=1 - as_float(ch["T_2"] * (1 + p.headroom) / ch["T"], ""),
+                floor_datasheet=(ch["C"] / (ch["R"] * ch["T"])).to("GPU"))
+
+
+def exercises() -> dict:
+    """Worked answers, glued into hidden dropdowns."""
+    ex1 = fleet(CLAIM["n_params"], CLAIM["n_tokens"], "b200", 0.35, 60.0, CLAIM["headroom"])
+    ck = checks()
+    ex2 = run_length(**_base(), n_gpus=4096)
+    sparse_n = as_float(ck["sparse"]["N_gpu"], "GPU")
+    ex3 = run_length(**_base(), n_gpus=sparse_n)
+    return {
+        "ex1-gpu": catalog.accelerator("b200").name.split(" (")[0], "ex1-mfu": pct(0.35), "ex1-days": fmt(ex1["T"]),
+        "ex1-peak": fmt(ex1["R"]), "ex1-exact": fmt(ex1["N_gpu"]), "ex1-headroom": fmt(ex1["N_h"]),
+        "ex1-planned": fmt(ex1["N_2"]),
+        "ex2-gpus": fmt(4096), "ex2-days": fmt(ex2["T"]), "ex2-days-h": fmt(ex2["T"] * (1 + CLAIM["headroom"])),
+        "ex3-sparse": fmt(ck["sparse"]["N_gpu"]), "ex3-month": fmt(q(MONTH_DAYS, "day")),
+        "ex3-mfu": pct(CLAIM["mfu"] * as_float(ck["month"]["N_gpu"], "GPU") / sparse_n),
+        "ex3-days": fmt(ex3["T"]), "ex3-mfu-hi": pct(max(r["mfu_printed"] for r in llama3_layouts())),
+        "ex-headroom": pct(CLAIM["headroom"]),
+    }
+
+
+def claim_texts() -> dict:
+    """The numbers the claim and check prose name."""
+    ck = checks()
+    return {"claim-n": short(CLAIM["n_params"]), "claim-d": short(CLAIM["n_tokens"]), "claim-mfu": pct(CLAIM["mfu"]),
+            "claim-gpus": fmt(q(CLAIM["gpus"], "GPU")), "claim-headroom": pct(CLAIM["headroom"]),
+            "claim-T": fmt(ck["run_length"]["T"]), "claim-C": fmt(ck["month"]["C"]),
+            "month": fmt(q(MONTH_DAYS, "day")), "claim-exact": fmt(ck["month"]["N_gpu"]),
+            "claim-exact-gap": pct(abs(ck["gap"])), "claim-gpu-days": fmt(ck["month"]["G"].to("GPU*day")),
+            "claim-times-headroom": fmt(ck["claimed_with_headroom"]),
+            "claim-with-headroom": fmt(ck["month"]["N_h"]), "claim-planned": fmt(ck["claimed_planned"]),
+            "claim-nodes": fmt(ck["month"]["N_8"]),
+            "claim-double": fmt(q(ck["orders"]["the next power of two, then headroom, then round again"], "GPU")),
+            "claim-sparse": fmt(ck["sparse"]["N_gpu"]), "claim-planned-days": fmt(ck["month"]["T_2"]),
+            "llama-interruptions": str(ck["reliability"]["interruptions"]),
+            "llama-window": fmt(ck["reliability"]["window"]), "llama-mtbi": fmt(ck["reliability"]["mtbi"]),
+            "llama-gpus": fmt(ck["reliability"]["gpus"]), "llama-ett": pct(ck["reliability"]["ett"]),
+            "llama-overhead": pct(ck["reliability"]["overhead"])}
