@@ -1,0 +1,57 @@
+"""replica-sizing's chain: the method's users are feasible and tight, both constraints bind somewhere, the fleet."""
+import math
+
+import pytest
+
+from utils import catalog, chains, models, roofline
+from utils.chains import replica_sizing as rs
+from utils.params import ParameterError
+from utils.verdicts import READING
+
+SLUG = "replica-sizing"
+
+
+def test_claim_holds_under_its_reading():
+    (c,) = rs.claims()
+    assert c.verdict == READING and c.reading
+    k = rs.checks()
+    assert k["tight"] and k["both_needed"] and k["covers"] and k["ov_search"] and k["h200_search"]
+
+
+def test_memory_constraint_is_vllms_budget_by_hand():
+    m = catalog.model("llama-3-70b")
+    kv = 8 * (79.10 * 2**30 * 0.9 - models.param_count(m)["total"].m * 2 / 8)
+    per_user = 2 * 80 * 8 * 128 * 2 * 4096
+    d = chains.derive(SLUG)
+    assert d["users_per_replica_memory"].m == math.floor(kv / per_user) == 350
+    assert d["users_per_replica"].m == min(d["users_per_replica_memory"].m, d["users_per_replica_throughput"].m)
+    assert d["replicas"].m == math.ceil(1000 * 1.2 / d["users_per_replica"].m)
+    assert d["nodes"].m == math.ceil(d["replicas"].m * 8 / 8)
+
+
+def test_second_route_matches_the_closed_forms():
+    cc = rs.claim_chain()
+    assert rs.largest_batch(cc, roofline.chip("h100-sxm")) == int(cc["U"].m)
+
+
+@pytest.mark.parametrize("bad, match", [
+    (dict(gpus_per_replica=1), "per GPU but the engine manages"),
+    (dict(gpus_per_replica=3), "one divides the other"),
+    (dict(prompt_tokens_per_request=4096), "must fit in the context"),
+    (dict(tokens_per_second_per_user=500.0), "tokens_per_second_per_user"),
+    (dict(headroom=-0.1), "headroom"),
+    (dict(users=0), "users"),
+    (dict(n_layers=80), "cannot be set"),
+])
+def test_bad_inputs_are_refused(bad, match):
+    with pytest.raises(ParameterError, match=match):
+        chains.derive(SLUG, **bad)
+
+
+def test_properties_more_users_more_nodes_faster_rate_fewer_users_per_replica():
+    base = chains.derive(SLUG)
+    assert chains.derive(SLUG, users=4000)["nodes"].m > base["nodes"].m
+    fast = chains.derive(SLUG, tokens_per_second_per_user=40.0)
+    assert fast["users_per_replica_throughput"].m < base["users_per_replica_throughput"].m
+    assert fast["users_per_replica_memory"].m == base["users_per_replica_memory"].m
+    assert chains.derive(SLUG, headroom=0.0)["replicas"].m <= base["replicas"].m
