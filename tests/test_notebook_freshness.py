@@ -13,14 +13,15 @@ def test_a_changed_output_number_fails_nbval(tmp_path):
     edited = False
     for cell in nb.cells:
         for out in cell.get("outputs", []):
-            if out.get("output_type") == "stream" and "C = " in out.get("text", ""):
-                out["text"] = out["text"].replace("C = 6.", "C = 7.", 1)
-                edited = "C = 7." in out["text"]
-    assert edited, "the printed training compute was not found in six-nd's outputs"
+            md = out.get("data", {}).get("text/markdown", "")
+            if "| training compute, the 6ND rule |" in md and not edited:
+                out["data"]["text/markdown"] = md.replace("| **6.", "| **7.", 1)
+                edited = "| **7." in out["data"]["text/markdown"]
+    assert edited, "the chain table's training compute was not found in six-nd's outputs"
     nbformat.write(nb, tmp_path / "six-nd.ipynb")
     shutil.copy(ROOT / "tests" / "nbval_sanitize.cfg", tmp_path)
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval",
                           "--nbval-current-env", "--nbval-sanitize-with", "nbval_sanitize.cfg", "six-nd.ipynb"],
                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert run.returncode == 1, run.stdout[-2000:]
-    assert "C = 7." in run.stdout and "failed" in run.stdout
+    assert "**7." in run.stdout and "failed" in run.stdout
