@@ -452,3 +452,17 @@ def simulate(cache, trace: Iterable[Request]) -> dict:
         raise ValueError("empty trace")
     return dict(requests=len(trace) if hasattr(trace, "__len__") else None, prompt_tokens=prompt,
                 matched_tokens=matched, prefilled_tokens=prompt - matched, hit_rate=matched / prompt)
+
+
+class ExactPromptCache:
+    """A flat table keyed by a whole prompt (or a whole finished sequence): hits only on an exact
+    repeat, the best case of a cache that cannot match prefixes (unbounded)."""
+
+    def __init__(self):
+        self.keys: set = set()
+
+    def serve(self, prompt, completion=()) -> tuple[int, int]:
+        prompt = tuple(prompt)
+        hit = len(prompt) if prompt in self.keys else 0
+        self.keys.update((prompt, prompt + tuple(completion)))
+        return hit, len(prompt) - hit
