@@ -359,14 +359,14 @@ def test_torch_compile_unavailable_is_recorded_as_skipped(full_run):
     *_, records = full_run
     (rec,) = [r for r in records.values() if r["name"] == "kernel-fusion"]
     assert [s["variant"] for s in rec["skipped"]] == ["compile"] and "switched off" in rec["skipped"][0]["reason"]
-    assert {r["variant"] for r in rec["results"]} == {"eager", "triton", "copy"}
+    assert {r["variant"] for r in rec["results"]} == {"eager", "triton", "triton_exp2", "copy"}
     assert "compile_over_fused" not in rec["metrics"] and "eager_over_fused" in rec["metrics"]
 
 
 def test_torch_compile_is_checked_then_timed_where_it_works():
     rec = M.measure(M.REGISTRY["kernel-fusion"], M.FakeRuntime(compile=True), "tiny")
     assert rec["skipped"] == []
-    assert {c["variant"] for c in rec["checks"]} == {"eager", "triton", "copy", "compile"}
+    assert {c["variant"] for c in rec["checks"]} == {"eager", "triton", "triton_exp2", "copy", "compile"}
     assert "compile_over_fused" in rec["metrics"] and "time_compile_smallest" in rec["metrics"]
 
 
@@ -436,7 +436,14 @@ def test_the_attention_metrics_say_what_they_compare(full_run):
     *_, records = full_run
     rec = next(r for r in records.values() if r["name"] == "attention-forward")
     assert rec["headline"] == "speedup_vs_materialised"
-    assert {c["variant"] for c in rec["checks"]} == {"triton", "materialised", "sdpa"}
+    checked = {c["variant"] for c in rec["checks"]}
+    skipped = {s["variant"] for s in rec["skipped"]}
+    from utils.measurements.attention_forward import SDPA_BACKENDS
+    backends = {v for _, v in SDPA_BACKENDS}
+    assert checked - backends == {"triton", "triton_exp2", "materialised", "sdpa"}
+    assert checked & backends | skipped == backends and not checked & skipped, \
+        "every SDPA backend is either checked and timed or recorded as skipped"
+    assert all(s["reason"].startswith("SDPA backend ") for s in rec["skipped"])
     assert all(c["metric"].startswith("relative-error norm vs float64") for c in rec["checks"])
     big = {r["variant"]: r for r in rec["results"] if r["size"]["n"] == max(s["n"] for s in rec["sizes"])}
     assert rec["metrics"]["speedup_vs_materialised"]["value"] == pytest.approx(

@@ -173,3 +173,114 @@ def materialised_bytes(n_ctx: int, head_dim: int, element_bytes: int) -> int:
 def flops(n_ctx: int, head_dim: int) -> int:
     """FLOPs of one head's forward, non-causal: two matrix products of 2 N^2 d each."""
     return 4 * n_ctx * n_ctx * head_dim
+
+
+# --------------------------------------------------------------------------------------------------
+# attention_exp2: the same tiled attention with the inner loop trimmed as the Triton tutorial's kernel is.
+#
+# The softmax scale times log2(e) is folded into one FMA per score: the running max is kept in scaled
+# units, m' = max(m, max_j(s) * qk_scale), and p = exp2(s * qk_scale - m'), so no separate multiply of
+# the scores; the final division is one reciprocal per row and a multiply per element. Masks only on the
+# boundary blocks: key blocks wholly inside the context (and, causal, wholly at or before the query
+# block's first row) load K and V and compute p with no mask; only the last partial key block and the
+# causal diagonal blocks mask. The blocks run in order from key 0, so every row's running max is finite
+# after its first block (key 0 is valid for every row).
+
+@triton.jit
+def _attention_exp2_inner(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_vn, offs_q, offs_k, offs_d,
+                          lo, hi, n_ctx, qk_scale, BLOCK_K: tl.constexpr, MASKED: tl.constexpr,
+                          CAUSAL: tl.constexpr):
+    for start_k in range(lo, hi, BLOCK_K):
+        cols = start_k + offs_k
+        if MASKED:
+            k_mask = cols < n_ctx
+            k = tl.load(k_base + cols[:, None] * stride_kn + offs_d[None, :], mask=k_mask[:, None], other=0.0)
+        else:
+            k = tl.load(k_base + cols[:, None] * stride_kn + offs_d[None, :])
+        s = tl.dot(q, tl.trans(k))
+        if MASKED:
+            valid = k_mask[None, :]
+            if CAUSAL:
+                valid = valid & (offs_q[:, None] >= cols[None, :])
+            s = tl.where(valid, s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, axis=1) * qk_scale)
+        p = tl.exp2(s * qk_scale - m_new[:, None])                 # one FMA and one exp2 per score
+        alpha = tl.exp2(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        if MASKED:
+            v = tl.load(v_base + cols[:, None] * stride_vn + offs_d[None, :], mask=k_mask[:, None], other=0.0)
+        else:
+            v = tl.load(v_base + cols[:, None] * stride_vn + offs_d[None, :])
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+        m_i = m_new
+    return acc, l_i, m_i
+
+
+@triton.jit
+def _attention_exp2_kernel(q_ptr, k_ptr, v_ptr, o_ptr, n_ctx, qk_scale,
+                           stride_qh, stride_qn, stride_kh, stride_kn, stride_vh, stride_vn, stride_oh,
+                           stride_on, HEAD_DIM: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_K: tl.constexpr,
+                           CAUSAL: tl.constexpr):
+    start_q = tl.program_id(0)
+    head = tl.program_id(1).to(tl.int64)
+    q0 = start_q * BLOCK_Q
+    offs_q = q0 + tl.arange(0, BLOCK_Q)
+    offs_k = tl.arange(0, BLOCK_K)
+    offs_d = tl.arange(0, HEAD_DIM)
+    q_mask = offs_q < n_ctx
+    q = tl.load(q_ptr + head * stride_qh + offs_q[:, None] * stride_qn + offs_d[None, :],
+                mask=q_mask[:, None], other=0.0)
+    k_base = k_ptr + head * stride_kh
+    v_base = v_ptr + head * stride_vh
+    m_i = tl.full([BLOCK_Q], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_Q], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_Q, HEAD_DIM], dtype=tl.float32)
+    full = (n_ctx // BLOCK_K) * BLOCK_K                            # key blocks wholly inside the context
+    if CAUSAL:
+        hi = tl.minimum(n_ctx, q0 + BLOCK_Q)
+        lo = tl.minimum(full, ((q0 + 1) // BLOCK_K) * BLOCK_K)     # wholly at or before the block's first row
+    else:
+        hi = n_ctx
+        lo = full
+    acc, l_i, m_i = _attention_exp2_inner(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_vn, offs_q,
+                                          offs_k, offs_d, 0, lo, n_ctx, qk_scale, BLOCK_K, False, CAUSAL)
+    acc, l_i, m_i = _attention_exp2_inner(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_vn, offs_q,
+                                          offs_k, offs_d, lo, hi, n_ctx, qk_scale, BLOCK_K, True, CAUSAL)
+    out = acc * (1.0 / l_i)[:, None]
+    tl.store(o_ptr + head * stride_oh + offs_q[:, None] * stride_on + offs_d[None, :],
+             out.to(o_ptr.dtype.element_ty), mask=q_mask[:, None])
+
+
+def attention_exp2(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor | None = None, *,
+                   causal: bool = False, scale: float | None = None, block_q: int = BLOCK_Q,
+                   block_k: int = BLOCK_K, num_warps: int | None = None, num_stages: int | None = None
+                   ) -> torch.Tensor:
+    """attention's arguments and result, by the exp2 kernel (scale folded into one FMA, masks only on
+    boundary blocks); returns out."""
+    if not (q.shape == k.shape == v.shape):
+        raise ValueError("attention: q, k and v must have one shape (..., N, d)")
+    if not (q.dtype == k.dtype == v.dtype) or q.dtype not in (torch.float32, torch.float16, torch.bfloat16):
+        raise ValueError("attention: q, k and v must share one dtype: float32, float16 or bfloat16")
+    n_ctx, d = q.shape[-2], q.shape[-1]
+    if d < 16 or d > 256 or d & (d - 1):
+        raise ValueError(f"attention: head dimension {d} must be a power of two from 16 to 256")
+    for b, what in ((block_q, "block_q"), (block_k, "block_k")):
+        if b < 16 or b & (b - 1):
+            raise ValueError(f"attention: {what} must be a power of two of at least 16")
+    if out is None:
+        out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    if out.shape != q.shape or out.dtype != q.dtype:
+        raise ValueError("attention: out must have q's shape and dtype")
+    if not out.is_contiguous():
+        raise ValueError("attention: out must be contiguous")
+    qh, kh, vh, oh = (_heads(x, n) for x, n in ((q, "q"), (k, "k"), (v, "v"), (out, "out")))
+    scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
+    if qh.shape[0] and n_ctx:
+        grid = (triton.cdiv(n_ctx, block_q), qh.shape[0])
+        extra = {} if num_stages is None else {"num_stages": num_stages}
+        _attention_exp2_kernel[grid](qh, kh, vh, oh, n_ctx, scale * _LOG2E,
+                                     qh.stride(0), qh.stride(1), kh.stride(0), kh.stride(1),
+                                     vh.stride(0), vh.stride(1), oh.stride(0), oh.stride(1),
+                                     HEAD_DIM=d, BLOCK_Q=block_q, BLOCK_K=block_k, CAUSAL=bool(causal),
+                                     num_warps=num_warps or (8 if block_q >= 128 else 4), **extra)
+    return out

@@ -139,3 +139,73 @@ def smem_bytes(block_m: int, block_n: int, block_k: int, elem_bytes: int, stages
 def block_k_for(tile: int) -> int:
     """The K step the book's measurement pairs with a square tile: 32 up to 32, 64 from 64 up."""
     return 32 if tile <= 32 else 64
+
+
+# --------------------------------------------------------------------------------------------------
+# matmul_autotuned: the same kernel (grouped tile order, fp32 accumulation), its tile, K step, warps and
+# pipeline depth chosen by triton.autotune per (M, N, K) and dtype from AUTOTUNE_CONFIGS: the tiles of
+# the Triton tutorial's Hopper list, the large ones (128 x 256 x 64 on 8 warps, 3 and 4 stages) first.
+# A config whose shared memory does not fit (fp32 operands at 4 stages, say) fails to compile and the
+# autotuner passes over it. Under the interpreter (TRITON_INTERPRET=1) the list is one small tile, so the
+# tests do not time a dozen configurations on a CPU; `config=` fixes one configuration either way.
+
+def _config(bm, bn, bk, warps, stages, group_m=GROUP_M):
+    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group_m},
+                         num_warps=warps, num_stages=stages)
+
+
+GPU_CONFIGS = (
+    _config(128, 256, 64, 8, 3), _config(128, 256, 64, 8, 4), _config(256, 128, 64, 8, 3),
+    _config(256, 128, 64, 8, 4), _config(128, 128, 64, 8, 4), _config(128, 128, 64, 4, 4),
+    _config(128, 128, 64, 8, 3), _config(64, 256, 32, 4, 4), _config(128, 64, 32, 4, 4),
+    _config(64, 128, 32, 4, 4), _config(128, 32, 32, 4, 4), _config(64, 32, 32, 2, 5),
+)
+INTERPRETER_CONFIGS = (_config(32, 32, 32, 4, 1),)
+
+
+def _interpreted() -> bool:
+    import os
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+AUTOTUNE_CONFIGS = INTERPRETER_CONFIGS if _interpreted() else GPU_CONFIGS
+_matmul_autotuned_kernel = triton.autotune(configs=list(AUTOTUNE_CONFIGS), key=["M", "N", "K"])(_matmul_kernel)
+
+
+def matmul_autotuned(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *,
+                     config: dict | None = None) -> torch.Tensor:
+    """C = a b by the tiled kernel with an autotuned configuration (the first call at a new (M, N, K)
+    and dtype times every config in AUTOTUNE_CONFIGS); returns out. `config` fixes one instead, as a
+    dict of block_m, block_n, block_k and optionally group_m, num_warps, num_stages (matmul's keywords)."""
+    if config is not None:
+        return matmul(a, b, out, **config)
+    if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]:
+        raise ValueError(f"matmul: need a (M, K) and b (K, N), got {tuple(a.shape)} and {tuple(b.shape)}")
+    if a.dtype != b.dtype or a.dtype not in _DTYPES:
+        raise ValueError("matmul: a and b must share one dtype: float32, float16 or bfloat16")
+    m, k = a.shape
+    n = b.shape[1]
+    if out is None:
+        out = torch.empty((m, n), dtype=a.dtype, device=a.device)
+    if out.shape != (m, n) or out.dtype not in _DTYPES:
+        raise ValueError(f"matmul: out must have shape {(m, n)} and a float dtype")
+    if m and n:
+        if k == 0:
+            out.zero_()
+            return out
+
+        def grid(meta):
+            return (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)
+        _matmul_autotuned_kernel[grid](a, b, out, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                                       out.stride(0), out.stride(1))
+    return out
+
+
+def autotuned_config() -> str:
+    """The configuration the autotuner chose at its last call, as text ('' before any call)."""
+    best = getattr(_matmul_autotuned_kernel, "best_config", None)
+    if best is None:
+        return ""
+    kw = best.kwargs
+    return (f"BLOCK {kw['BLOCK_M']}x{kw['BLOCK_N']}x{kw['BLOCK_K']}, GROUP_M {kw['GROUP_M']}, "
+            f"{best.num_warps} warps, {best.num_stages} stages")

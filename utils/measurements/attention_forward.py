@@ -32,11 +32,13 @@ def attention_bytes(size: dict, variant: str) -> int:
     materialised: Q and K read, S written, S read, P written, P and V read, O written: 4 N^2 e + 4 N d e;
     triton: Q read once, O written once, K and V read once per block of 128 query rows, every block load
     counted as a read of device memory: 2 N d e (1 + ceil(N / 128));
-    sdpa: a fused kernel with its own blocks, counted at the floor any tiled kernel moves: 4 N d e."""
+    triton_exp2: the same count as triton (the same blocks);
+    sdpa and sdpa_<backend>: a fused kernel with its own blocks, counted at the floor any tiled kernel
+    moves: 4 N d e (the math backend materialises the scores, so its count is an understatement)."""
     heads, n, d, e = size["batch"] * size["heads"], size["n"], size["d"], _DTYPES[size["dtype"]]
     if variant == "materialised":
         return heads * (4 * n * n * e + 4 * n * d * e)
-    if variant == "triton":
+    if variant in ("triton", "triton_exp2"):
         return heads * 2 * n * d * e * (1 + -(-n // ATTENTION_BLOCK_Q))
     return heads * 4 * n * d * e
 
@@ -47,6 +49,7 @@ def _attention_prepare(rt, size):
 
     from utils.kernels import attention as triton_attention
     from utils.kernels import materialised_attention
+    from utils.kernels.attention import attention_exp2
     b, h, n, d, name = size["batch"], size["heads"], size["n"], size["d"], size["dtype"]
     dtype = _dtype(name)
     shape = (b, h, n, d)
@@ -76,14 +79,58 @@ def _attention_prepare(rt, size):
     def tri(q, k, v):
         return triton_attention(q, k, v, out, scale=1.0)
 
+    def tri_exp2(q, k, v):           # scale folded into one FMA with exp2, masks on boundary blocks only
+        return attention_exp2(q, k, v, out, scale=1.0)
+
     def mat(q, k, v):
         return materialised_attention(q, k, v, out, scale=1.0)
 
     def sdpa(q, k, v):               # torch's fused attention (it picks the backend); it allocates its output
         return F.scaled_dot_product_attention(q, k, v, scale=1.0)
 
-    return [Variant(v, (lambda op=op: op(*nxt())), checker(op))
-            for v, op in (("triton", tri), ("materialised", mat), ("sdpa", sdpa))], []
+    variants = [Variant(v, (lambda op=op: op(*nxt())), checker(op))
+                for v, op in (("triton", tri), ("triton_exp2", tri_exp2), ("materialised", mat), ("sdpa", sdpa))]
+    skipped = []
+    for backend, variant, op in _sdpa_backends(F):
+        check = checker(op)
+        try:
+            first = check()                                # a backend this stack cannot run raises here
+            if not first.passed:
+                raise RuntimeError(f"it failed its check ({first.metric}: {first.error:.3g}, tolerance "
+                                   f"{first.tolerance:.3g}, all written: {first.all_written})")
+        except Exception as e:  # noqa: BLE001 - an unavailable backend is recorded, not fatal
+            text = str(e).strip().splitlines()
+            skipped.append((variant, f"SDPA backend {backend} unavailable: {type(e).__name__}: "
+                                     f"{text[0] if text else ''}"[:300]))
+            continue
+        variants.append(Variant(variant, (lambda op=op: op(*nxt())), check))
+    return variants, skipped
+
+
+SDPA_BACKENDS = (("FLASH_ATTENTION", "sdpa_flash"), ("EFFICIENT_ATTENTION", "sdpa_efficient"),
+                 ("CUDNN_ATTENTION", "sdpa_cudnn"), ("MATH", "sdpa_math"))
+
+
+def _sdpa_backends(F):
+    """(backend name, variant, op) for each of torch's SDPA backends, the op running scaled_dot_product_
+    attention with only that backend allowed (torch.nn.attention.sdpa_kernel); a backend this torch
+    does not name gives an op that raises, so it is recorded as skipped."""
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+    except ImportError as e:                               # an older torch: every backend is a skip
+        SDPBackend, sdpa_kernel, missing = None, None, e
+    out = []
+    for backend, variant in SDPA_BACKENDS:
+        member = getattr(SDPBackend, backend, None) if SDPBackend is not None else None
+
+        def op(q, k, v, member=member, backend=backend):
+            if member is None:
+                raise RuntimeError(f"this torch has no SDPBackend.{backend}"
+                                   + ("" if SDPBackend is not None else f" ({missing})"))
+            with sdpa_kernel(member):
+                return F.scaled_dot_product_attention(q, k, v, scale=1.0)
+        out.append((backend, variant, op))
+    return out
 
 
 def _attention_metrics(results):
@@ -108,6 +155,21 @@ def _attention_metrics(results):
     out["triton_over_sdpa"] = _ratio(big["sdpa"]["median_s"] / big["triton"]["median_s"], big["triton"],
                                      "torch scaled_dot_product_attention's median time over the Triton kernel's, "
                                      "at the longest context (1 = as fast)")
+    if "triton_exp2" in big:
+        e2 = big["triton_exp2"]
+        out["triton_exp2_over_triton"] = _ratio(big["triton"]["median_s"] / e2["median_s"], e2, "the tiled Triton "
+                                                "kernel's median time over the exp2 variant's (scale folded into one "
+                                                "FMA, masks on boundary blocks only), at the longest context")
+        out["triton_exp2_over_sdpa"] = _ratio(big["sdpa"]["median_s"] / e2["median_s"], e2, "torch "
+                                              "scaled_dot_product_attention's median time over the exp2 Triton "
+                                              "kernel's, at the longest context (1 = as fast)")
+        out["flop_rate_triton_exp2"] = _metric(e2, "flop_rate", "the exp2 Triton kernel's FLOP rate (4 N^2 d per "
+                                               "head) at the longest context")
+    for _, variant in SDPA_BACKENDS:
+        if variant in big:
+            out[f"triton_over_{variant}"] = _ratio(big[variant]["median_s"] / big["triton"]["median_s"], big["triton"],
+                                                   f"{variant}'s median time (SDPA with only that backend allowed) "
+                                                   "over the tiled Triton kernel's, at the longest context")
     out["flop_rate_triton"] = _metric(big["triton"], "flop_rate", "the Triton kernel's FLOP rate (4 N^2 d per "
                                       "head) at the longest context")
     return out
@@ -120,9 +182,10 @@ def _attention_sizes(n_batch, d=128, heads=16, dtype="bfloat16"):
 register(Measurement(
     name="attention-forward",
     what="attention forward, softmax(Q K^T) V in bf16 with head dimension 128, at 1k, 4k and 8k context: the "
-         "book's tiled Triton kernel (online softmax, the scores never written) against materialised "
+         "book's tiled Triton kernel (online softmax, the scores never written) and its exp2 variant against materialised "
          "attention in torch (Q K^T, softmax, P V, each through memory) and torch's "
-         "scaled_dot_product_attention; batch x heads sized so Q, K and V are four times the L2 cache",
+         "scaled_dot_product_attention, chosen by torch and with each backend forced (a backend that cannot run "
+         "is recorded as skipped); batch x heads sized so Q, K and V are four times the L2 cache",
     sizes={"full": _attention_sizes([(1024, 16), (4096, 4), (8192, 2)]),
            "quick": _attention_sizes([(1024, 4), (4096, 1)]),
            "tiny": [{"batch": 1, "heads": 2, "n": 130, "d": 32, "dtype": "float32"},

@@ -13,6 +13,8 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
+from utils.kernels import rel_err  # the one definition (utils.kernels loads its kernels on first use)
+
 MODES = ("full", "quick", "tiny")
 UNITS = {"samples_s": "s", "median_s": "s", "bytes": "B", "flops": "FLOP", "bandwidth": "B/s",
          "flop_rate": "FLOP/s"}
@@ -52,16 +54,6 @@ class CheckResult:
     @property
     def passed(self) -> bool:
         return self.all_written and math.isfinite(self.error) and self.error <= self.tolerance
-
-
-def rel_err(out, ref) -> float:
-    """||out - ref|| / ||ref|| in float64; infinite when out holds a NaN or an infinity."""
-    torch = _torch()
-    o, r = out.double(), ref.double().to(out.device)
-    if not bool(torch.isfinite(o).all()):
-        return math.inf
-    num, den = float(torch.linalg.vector_norm(o - r)), float(torch.linalg.vector_norm(r))
-    return num / den if den > 0 else num
 
 
 def exact_check(out, ref) -> CheckResult:

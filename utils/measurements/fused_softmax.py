@@ -26,6 +26,7 @@ _SOFTMAX_TOLERANCE = {"float32": 1e-4, "bfloat16": 1e-2, "float16": 1e-2}
 def _softmax_prepare(rt, size):
     torch = _torch()
     from utils.kernels import softmax as triton_softmax
+    from utils.kernels.softmax import softmax_persistent
     rows, cols, name = size["rows"], size["cols"], size["dtype"]
     dtype = _dtype(name)
     count = rotation(rt, 2 * rows * cols * _DTYPES[name])
@@ -41,6 +42,9 @@ def _softmax_prepare(rt, size):
     def tri(x, y):
         return triton_softmax(x, y)
 
+    def persistent(x, y):            # several rows per program, a persistent grid
+        return softmax_persistent(x, y)
+
     def eager(x, y):                 # torch's own fused softmax; it allocates its output
         return torch.softmax(x, dim=-1)
 
@@ -48,7 +52,7 @@ def _softmax_prepare(rt, size):
         return y.copy_(x)
 
     return [Variant(v, (lambda op=op: op(*nxt())), checker(op, exact=v == "copy"))
-            for v, op in (("triton", tri), ("torch", eager), ("copy", copy_))], []
+            for v, op in (("triton", tri), ("triton_persistent", persistent), ("torch", eager), ("copy", copy_))], []
 
 
 def _shape_key(size: dict) -> str:
@@ -59,7 +63,7 @@ def _softmax_metrics(results):
     shapes: dict = {}
     for r in results:
         shapes.setdefault(_shape_key(r["size"]), {})[r["variant"]] = r
-    out, worst = {}, None
+    out, worst, worst_p = {}, None, None
     for key, v in shapes.items():
         tri, cp, eager = v["triton"], v["copy"], v["torch"]
         frac = tri["bandwidth"] / cp["bandwidth"]
@@ -71,9 +75,26 @@ def _softmax_metrics(results):
                                                 "torch.softmax's median time over the Triton kernel's")
         if worst is None or frac < worst[0]:
             worst = (frac, tri)
+        if "triton_persistent" in v:
+            per = v["triton_persistent"]
+            pfrac = per["bandwidth"] / cp["bandwidth"]
+            out[f"persistent_fraction_of_copy_{key}"] = _ratio(pfrac, per, "the persistent Triton softmax's "
+                                                               "(several rows per program, a persistent grid) "
+                                                               "bandwidth over a copy's of the same tensor")
+            out[f"time_persistent_{key}"] = _metric(per, "time", "median time of the persistent Triton "
+                                                           "softmax")
+            out[f"persistent_over_triton_{key}"] = _ratio(tri["median_s"] / per["median_s"], per,
+                                                          "the one-row-per-program kernel's median time over the "
+                                                          "persistent kernel's (above 1: the persistent is faster)")
+            if worst_p is None or pfrac < worst_p[0]:
+                worst_p = (pfrac, per)
+    extra = {} if worst_p is None else {
+        "persistent_fraction_of_copy": _ratio(worst_p[0], worst_p[1], "the lowest over the shapes of the "
+                                              "persistent Triton softmax's bandwidth over a copy's of the same "
+                                              "tensor: 'done' is 0.9 or more")}
     return {"fraction_of_copy": _ratio(worst[0], worst[1], "the lowest over the shapes of the Triton softmax's "
                                        "bandwidth over a copy's of the same tensor: 'done' is 0.9 or more"),
-            **out}
+            **extra, **out}
 
 
 def _softmax_sizes(rows_cols, dtype):
@@ -82,7 +103,8 @@ def _softmax_sizes(rows_cols, dtype):
 
 register(Measurement(
     name="fused-softmax",
-    what="row softmax by the book's Triton kernel (one program per row, one read and one write) beside "
+    what="row softmax by the book's Triton kernel (one program per row, one read and one write) and a "
+         "persistent variant (several rows per program, a grid of a few programs per SM) beside "
          "torch.softmax and a copy of the same tensor, for rows of 1k to 16k columns in bf16 and fp32, "
          "each tensor 256 MiB",
     sizes={"full": _softmax_sizes([(131072, 1024), (32768, 4096), (8192, 16384)], "bfloat16")

@@ -25,12 +25,13 @@ _TOLERANCE = {"bfloat16": 1e-2, "float16": 2e-3, "float32": 2e-3}
 
 
 def _variants():
-    return [f"triton_{t}" for t in TILES] + ["torch"]
+    return [f"triton_{t}" for t in TILES] + ["autotuned", "torch"]
 
 
 def gemm_bytes(size: dict, variant: str) -> int:
     """Triton at tile T: the tile model's count (every slab load a read of global memory, C written once);
-    torch: the floor any kernel moves, A and B read once and C written once."""
+    torch and autotuned (the Triton kernel at the tile triton.autotune chose, not known before the run):
+    the floor any kernel moves, A and B read once and C written once."""
     from utils.kernels.matmul import global_bytes
     m, n, k, e = size["m"], size["n"], size["k"], _DTYPES[size["dtype"]]
     if variant.startswith("triton_"):
@@ -41,7 +42,7 @@ def gemm_bytes(size: dict, variant: str) -> int:
 
 def _gemm_prepare(rt, size):
     torch = _torch()
-    from utils.kernels.matmul import block_k_for, matmul
+    from utils.kernels.matmul import block_k_for, matmul, matmul_autotuned
     m, n, k, name = size["m"], size["n"], size["k"], size["dtype"]
     dtype = _dtype(name)
     count = rotation(rt, _DTYPES[name] * (m * k + k * n))
@@ -67,7 +68,10 @@ def _gemm_prepare(rt, size):
     def tor(a, b):
         torch.matmul(a, b, out=c)
 
-    ops = [(f"triton_{t}", tiled(t)) for t in TILES] + [("torch", tor)]
+    def tuned(a, b):                 # the first call at this size runs the autotuner (in the check)
+        matmul_autotuned(a, b, c)
+
+    ops = [(f"triton_{t}", tiled(t)) for t in TILES] + [("autotuned", tuned), ("torch", tor)]
     return [Variant(v, (lambda op=op: op(*nxt())), checker(op)) for v, op in ops], []
 
 
@@ -86,13 +90,23 @@ def _gemm_metrics(results):
         out[f"model_bandwidth_tile_{t}"] = _metric(r, "bandwidth", f"the tile model's bytes at {t} x {t} "
                                                    "(every slab load from global memory) over the median time: "
                                                    "above the HBM rate means the L2 served part of them")
+    if "autotuned" in at:
+        from utils.kernels.matmul import autotuned_config
+        r, chosen = at["autotuned"], autotuned_config()
+        out["flop_rate_autotuned"] = _metric(r, "flop_rate", "the Triton kernel with triton.autotune's "
+                                             f"configuration ({chosen or 'unknown'}), 2 M N K FLOP over the "
+                                             "median time")
+        out["triton_over_torch"] = _ratio(base["median_s"] / r["median_s"], r, "torch.matmul's median time over "
+                                          f"the autotuned Triton kernel's ({chosen or 'unknown'}), same size "
+                                          "(1 = as fast)")
     return out
 
 
 register(Measurement(
     name="gemm-tiling",
     what="C = A B for square bf16 matrices: the book's tiled Triton matmul (fp32 accumulation) at square "
-         "tiles of 16, 32, 64 and 128 beside torch.matmul; each output checked against float64 first",
+         "tiles of 16, 32, 64 and 128 and with an autotuned configuration beside torch.matmul; each output "
+         "checked against float64 first",
     sizes={"full": [{"m": 8192, "n": 8192, "k": 8192, "dtype": "bfloat16"}],
            "quick": [{"m": 4096, "n": 4096, "k": 4096, "dtype": "bfloat16"}],
            "tiny": [{"m": 130, "n": 96, "k": 72, "dtype": "float32"}]},

@@ -26,6 +26,7 @@ _CHAIN_TOLERANCE = {"float32": 1e-4, "bfloat16": 1e-2, "float16": 1e-2}
 def _fusion_prepare(rt, size):
     torch = _torch()
     from utils.kernels import chain_reference, eager_chain, fused_chain
+    from utils.kernels.fused_chain import fused_chain_exp2
     n, name = size["n"], size["dtype"]
     dtype = _dtype(name)
     count = rotation(rt, 2 * n * _DTYPES[name])
@@ -43,6 +44,9 @@ def _fusion_prepare(rt, size):
     def tri(x, y):
         return fused_chain(x, a, b, c, d, y)
 
+    def tri_exp2(x, y):              # the gelu as one exp2 and one fast division per element
+        return fused_chain_exp2(x, a, b, c, d, y)
+
     def eager(x, y):
         return eager_chain(x, a, b, c, d, y)
 
@@ -50,7 +54,7 @@ def _fusion_prepare(rt, size):
         return y.copy_(x)
 
     variants = [Variant(v, (lambda op=op: op(*nxt())), checker(op, exact=v == "copy"))
-                for v, op in (("eager", eager), ("triton", tri), ("copy", copy_))]
+                for v, op in (("eager", eager), ("triton", tri), ("triton_exp2", tri_exp2), ("copy", copy_))]
 
     def chain_expr(x):              # what torch.compile sees: the eager chain, returning a new tensor
         t = x * a
@@ -91,7 +95,17 @@ def _fusion_metrics(results):
         "bandwidth_triton": _metric(large["triton"], "bandwidth", "the fused kernel's two passes over its "
                                     "median time, at the largest size"),
     }
-    for v in ("eager", "triton", "copy", "compile"):
+    if "triton_exp2" in large:
+        e2 = large["triton_exp2"]
+        out["exp2_fraction_of_copy"] = _ratio(large["copy"]["median_s"] / e2["median_s"], e2, "a copy's median "
+                                              "time over the exp2 fused kernel's (one exp2 and one fast division "
+                                              "per element) at the largest size")
+        out["exp2_over_fused"] = _ratio(large["triton"]["median_s"] / e2["median_s"], e2, "the fused kernel's "
+                                        "median time over the exp2 variant's at the largest size (above 1: the "
+                                        "exp2 variant is faster)")
+        out["bandwidth_triton_exp2"] = _metric(e2, "bandwidth", "the exp2 fused kernel's two passes over its "
+                                               "median time, at the largest size")
+    for v in ("eager", "triton", "triton_exp2", "copy", "compile"):
         if v in small:
             out[f"time_{v}_smallest"] = _metric(small[v], "time", f"median time of the {v} variant at the "
                                                 "smallest size")
@@ -105,7 +119,8 @@ def _fusion_metrics(results):
 register(Measurement(
     name="kernel-fusion",
     what="y = gelu(x * a + b) * c + d on a bf16 tensor of a few thousand to 268 million elements: the "
-         "book's fused Triton kernel (one read, one write) against eager torch (five kernels, five reads "
+         "book's fused Triton kernel (one read, one write) and a variant with one exp2 and one fast division "
+         "per element against eager torch (five kernels, five reads "
          "and five writes), torch.compile where it works, and a copy of the same tensor",
     sizes={"full": [{"n": 1 << k, "dtype": "bfloat16"} for k in (12, 16, 20, 24, 28)],
            "quick": [{"n": 1 << k, "dtype": "bfloat16"} for k in (12, 20, 24)],
