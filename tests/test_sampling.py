@@ -146,3 +146,44 @@ def test_bad_arguments_raise_one_clear_value_error(kw, msg):
 def test_bad_logits_raise(z):
     with pytest.raises(ValueError, match="logits must"):
         probabilities(z)
+
+
+# --- the sampling chapter's chain (utils/chains/sampling.py) ---------------------------------------
+
+def test_chapter_claim_holds_with_each_pitfall_reproduced():
+    from utils.chains import sampling as chapter
+    (c,) = chapter.claims()
+    assert c.verdict == "holds"
+    ck = chapter.checks()
+    assert ck["t0_nan"] and ck["one_logit_away"] and ck["big_nan"]
+    assert (ck["fine"], ck["broken"]) == (11.0, 12.0)                 # ln(65504) = 11.09
+    assert min(ck["supports"].values()) < max(ck["supports"].values())
+
+
+def test_chapter_published_figures_and_the_integral_route():
+    from utils import chains
+    from utils.chains import sampling as chapter
+    r = chains.derive("sampling")
+    assert r["support_after_top_k"].m == 50 and r["support_after_top_p"].m == 13
+    assert r["tv_distance"] < r["tv_bound"]
+    res = chapter.claim_result()
+    assert abs(res["approx"] - res["n_p"].m) < 1
+
+
+@pytest.mark.parametrize("name, value", [("model", "nope"), ("temperature", -1.0), ("top_p", 1.5), ("top_k", 2.5),
+                                         ("vocab", 1), ("n_samples", 0), ("seed", -1)])
+def test_chapter_bad_input_is_refused_with_its_name(name, value):
+    from utils import chains
+    from utils.params import ParameterError
+    with pytest.raises(ParameterError, match=name):
+        chains.derive("sampling", **{name: value})
+
+
+def test_chapter_hotter_rows_need_bigger_nuclei_and_more_draws_tighter_bounds():
+    from utils import chains
+    from utils.chains import sampling as chapter
+    cold = chains.derive("sampling", top_k=0, temperature=0.7)
+    hot = chains.derive("sampling", top_k=0, temperature=1.0, n_samples=400000)
+    assert hot["support_after_top_p"] > cold["support_after_top_p"]
+    assert chapter.draws_needed(0.005, 13) > chapter.draws_needed(0.01, 13)
+    assert tv_bound(13, chapter.draws_needed(0.005, 13), chapter.DELTA) == pytest.approx(0.005, rel=1e-9)
