@@ -192,3 +192,12 @@ def test_the_readme_lists_every_chapter_of_the_toc():
     from utils.book_index import readme_chapter_list
     assert readme_chapter_list() in (ROOT / "README.md").read_text(), \
         "README's chapter list is stale: paste `python -m utils.book_index --readme` into it"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_every_chapter_links_the_chapters_it_builds_on(chapter):
+    slugs = {p.stem for p in CHAPTERS}
+    text = "\n".join(markdown_cells(chapter))
+    linked = set(re.findall(r"\{ref\}`(?:[^`<]*<)?([\w-]+)>?`", text)) & slugs - {chapter.stem}
+    assert "Builds on" in text and linked, f"{chapter.stem}: no 'Builds on' line linking another chapter"
+    assert f"({chapter.stem}-check)=" in text, f"{chapter.stem}: the check section has no label for the claims page"

@@ -55,22 +55,9 @@ def _parse(param, text: str):
     return value
 
 
-def _legacy_spec(slug: str) -> dict:
-    """Transitional: a chapter whose chain has not yet moved into utils/chains/ is re-derived through
-    its notebook, its parameters read from the parameters cell (removed once every chapter has moved)."""
-    from utils.params import Param
-    nb = json.loads(notebook(slug).read_text())
-    cell = next("".join(c["source"]) for c in nb["cells"]
-                if "parameters" in c.get("metadata", {}).get("tags", []))
-    return {n.targets[0].id: Param(n.targets[0].id, ast.literal_eval(n.value), "see the chapter", check="text"
-                                   if isinstance(ast.literal_eval(n.value), str) else "bool"
-                                   if isinstance(ast.literal_eval(n.value), bool) else "non_negative")
-            for n in ast.parse(cell).body if isinstance(n, ast.Assign)}
-
-
 def parse_sets(slug: str, sets: list[str]) -> dict[str, object]:
     from utils import chains
-    spec = {p.name: p for p in chains.parameters(slug)} if slug in chains.slugs() else _legacy_spec(slug)
+    spec = {p.name: p for p in chains.parameters(slug)}
     chosen = {}
     for item in sets:
         name, sep, text = item.partition("=")
@@ -114,12 +101,6 @@ def execute(slug: str, parameters: dict):
                 raise BadInput(str(e.evalue).strip().splitlines()[0]) from None
             raise RuntimeError(f"{slug} failed: {e.ename}: {e.evalue}") from None
         return nbformat.read(out, as_version=4)
-
-
-def _table_legacy(records: dict) -> str:
-    from utils.units import fmt
-    rows = [(name, fmt(r["value"], r["unit"])) for name, r in records.items()]
-    return "\n".join(f"{a}  {b}" for a, b in rows)
 
 
 def _records(slug: str, derived: dict) -> dict:
@@ -186,18 +167,9 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if not args.chapter:
             raise BadInput("name a chapter, or use --list")
-        legacy = args.chapter not in chains.slugs() and any(CHAPTERS.glob(f"*/{args.chapter}.ipynb"))
-        if not legacy:
-            chains.module(args.chapter)                   # an unknown chapter: one line, with a hint
+        chains.module(args.chapter)                       # an unknown chapter: one line, with a hint
         chosen = parse_sets(args.chapter, args.set)
-        if legacy:
-            unknown = [k for k in chosen if k not in _legacy_spec(args.chapter)]
-            if unknown:
-                raise BadInput(f"{args.chapter} has no parameter {unknown[0]!r}; parameters: "
-                               + ", ".join(_legacy_spec(args.chapter)))
-            args.notebook = True
-        else:
-            checked = chains.check(args.chapter, **chosen)    # bad input fails here, before any kernel
+        checked = chains.check(args.chapter, **chosen)    # bad input fails here, before any kernel
         if args.html:
             target = Path(args.html).resolve()
             if not target.parent.is_dir():
@@ -223,14 +195,14 @@ def main(argv: list[str] | None = None) -> int:
     except RuntimeError as e:
         print(f"error: {e}", file=sys.stderr)
         return FAILED
+    except BrokenPipeError:                       # the reader piped the table into head
+        return 0
     if args.json:
-        defaults = ({k: p.default for k, p in _legacy_spec(args.chapter).items()} if legacy
-                    else chains.defaults(args.chapter))
-        payload = {"chapter": args.chapter, "parameters": {**defaults, **chosen},
+        payload = {"chapter": args.chapter, "parameters": {**chains.defaults(args.chapter), **chosen},
                    "results": records}
         print(json.dumps(payload, indent=2))
     else:
-        print(_table_legacy(records) if legacy else _table(args.chapter, records))
+        print(_table(args.chapter, records))
     return 0
 
 

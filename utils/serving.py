@@ -230,3 +230,14 @@ def add_budget_steps(ch, b: Budget, *, source: str = "parameters cell", utilizat
     if per_gpu_users:
         ch.step("U_g", f"{users}/g", "sequence/GPU", "users per GPU")
     return ch
+
+
+# --- prose the serving-memory chapters share ------------------------------------------------------
+def users_text(x) -> str:
+    """A count of users (sequences in flight) for prose: the number alone, the noun is in the sentence."""
+    return fmt(float(x.to("sequence").magnitude) if hasattr(x, "units") else float(x))
+
+
+def per_user_text(x, unit: str) -> str:
+    """A per-user quantity (per sequence) for prose, in `unit` without the "/sequence"."""
+    return fmt(Q_(float(x.to(unit + "/sequence").magnitude), unit))

@@ -18,6 +18,8 @@ from utils import catalog, models, roofline, serving
 from utils.chain import Chain, as_float
 from utils.chains import Result
 from utils.params import Param, ParameterError
+from utils.serving import per_user_text as per_user
+from utils.serving import users_text as ucount
 from utils.units import fmt, pct, q
 from utils.verdicts import READING, WRONG, Claim
 
@@ -250,14 +252,8 @@ def compute(p) -> Chain:
                         p.memory_reading, p.headroom)
 
 
-def ucount(x) -> str:
-    """A count of users (sequences in flight) for prose: the number alone, the noun is in the sentence."""
-    return fmt(as_float(x, "sequence"))
 
 
-def per_user(x, unit) -> str:
-    """A per-user quantity (per sequence) for prose, in `unit` without the "/sequence"."""
-    return fmt(q(as_float(x, unit + "/sequence"), unit))
 
 
 def prose(p, ch) -> dict:
