@@ -179,7 +179,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.notebook or args.html:
             from utils.results import read_outputs
             nb = execute(args.chapter, chosen)
-            records = {k: {"value": v["value"], "unit": v["unit"]} for k, v in read_outputs(nb)[0].items()}
+            published = read_outputs(nb)[0]      # the notebook's record comes back sorted: use the page's order
+            order = [r.name for r in chains.results(args.chapter)] + sorted(set(published) - set(
+                r.name for r in chains.results(args.chapter)))
+            records = {k: {"value": published[k]["value"], "unit": published[k]["unit"]} for k in order if k in published}
             if args.html:
                 from utils.page_html import render
                 note = (f"Re-derived with python -m utils.rederive {args.chapter} "
