@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SINGLE = ROOT / "_build" / "singlehtml" / "index.html"
+SINGLE = ROOT / "_build" / "singlehtml" / "book" / "intro.html"   # the root page, holding every page
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 TYPESET = """async () => { if (window.MathJax && MathJax.startup) { await MathJax.startup.promise; }
@@ -29,13 +29,16 @@ def main(argv: list[str]) -> int:
     if chromium is None:
         print("error: Chromium is not installed (apt-get install chromium)", file=sys.stderr)
         return 2
+    # The single page sits under book/ but its links are relative to the build's root: open a copy there.
+    page_file = SINGLE.parent.parent / "whole-book.html"
+    shutil.copyfile(SINGLE, page_file)
     from playwright.sync_api import sync_playwright
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium, args=FLAGS)
         page = browser.new_page()
         page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(("file:", "data:", "blob:"))
                    else r.abort())
-        page.goto(SINGLE.as_uri(), wait_until="load")
+        page.goto(page_file.as_uri(), wait_until="load")
         errors = page.evaluate(TYPESET)
         page.emulate_media(media="print")
         page.pdf(path=str(out), format="A4", print_background=True,
