@@ -78,8 +78,9 @@ rederive: $(VENV)/.book
 bench: $(VENV)/.test
 	$(PY) -m utils.bench $(ARGS)
 
+# JupyterLab refuses to run as root unless told; a container's root user is told.
 lab: $(VENV)/.lab
-	$(VENV)/bin/jupyter lab chapters
+	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root,) --notebook-dir=. chapters
 
 pdf: $(VENV)/.test
 	$(JB) build . --builder singlehtml
