@@ -91,7 +91,9 @@ class Chain:
         lhs, rhs = equation.split("=")
         local = {**self._symbols, name: unknown}
         eq = sp.Eq(sp.sympify(lhs, locals=local), sp.sympify(rhs, locals=local))
-        solutions = [s for s in sp.solve(eq, unknown) if not (s.is_number and s.is_negative)]
+        # check=False: sympy's own back-substitution check costs a third of a re-derivation; the chain
+        # evaluates the solution with units right after, and more than one usable solution still raises.
+        solutions = [s for s in sp.solve(eq, unknown, check=False) if not (s.is_number and s.is_negative)]
         if len(solutions) != 1:
             raise ValueError(f"{equation} has {len(solutions)} usable solutions for {name}")
         value = self._evaluate(solutions[0], unit)
