@@ -232,6 +232,30 @@ def add_budget_steps(ch, b: Budget, *, source: str = "parameters cell", utilizat
     return ch
 
 
+# --- the decode step's inputs, for a chain that puts users on the roofline -------------------------------
+MODELS_SOURCE = "counted from the catalog config by utils.models"
+
+
+def add_decode_inputs(ch, m, acc, chip, kv_bytes_per_element: float) -> None:
+    """The inputs of one decode step per GPU: the two ceilings, FLOPs per weight, the weights multiplied
+    and read, one token per user, and attention's FLOPs per KV byte (P, W, k, N_a, N_r, tau, I_kv)."""
+    n = models.param_count(m)
+    per_gpu = Q_(1, "GPU")
+    ch.given("P", chip.peak / per_gpu, "dense bf16 tensor rate per GPU", kind=acc["bf16_dense"].kind,
+             source=acc["bf16_dense"].cite)
+    ch.given("W", chip.bandwidth / per_gpu, "HBM bandwidth per GPU", kind=acc["hbm_bandwidth"].kind,
+             source=acc["hbm_bandwidth"].cite)
+    ch.given("k", Q_(2, "FLOP/parameter/token"), "FLOPs per weight per token (one multiply-add)",
+             kind="derived", source="a matrix product")
+    ch.given("N_a", n["active"], "weights multiplied per token", kind="derived", source=MODELS_SOURCE)
+    ch.given("N_r", n["total"] - n["embedding"], "weights read per step (all but the embedding lookup)",
+             kind="derived", source=MODELS_SOURCE)
+    ch.given("tau", Q_(1, "token/sequence"), "tokens each user gets per decode step", kind="derived",
+             source="decode: one token per sequence per step")
+    ch.given("I_kv", models.kv_term_intensity(m, kv_bytes_per_element), "attention FLOPs per KV byte read",
+             kind="derived", source="QK^T and AV per cached token (utils.models.kv_term_intensity)")
+
+
 # --- prose the serving-memory chapters share ------------------------------------------------------
 def users_text(x) -> str:
     """A count of users (sequences in flight) for prose: the number alone, the noun is in the sentence."""

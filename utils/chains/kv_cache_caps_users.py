@@ -73,7 +73,7 @@ RATE_SOURCE = ("this book's assumption, inside MLPerf Inference's Llama-2-70B li
                "https://github.com/mlcommons/inference/blob/001712e9daf80386e0dda43f97b8f36981d792c4/"
                "loadgen/mlperf.conf, read 2026-11-29")
 MLPERF_TPOT = {"server": q(200, "ms"), "interactive": q(40, "ms")}   # llama2-70b, from RATE_SOURCE
-MODELS_SOURCE = "counted from the catalog config by utils.models"
+MODELS_SOURCE = serving.MODELS_SOURCE
 
 # The claim: for a 70B model, memory (the KV cache) caps concurrent users before compute does. The GPU,
 # node size, context, dtypes and the per-user rate are this page's reading.
@@ -103,8 +103,6 @@ def users_chain(m, acc, gpus_per_node, weight_bytes_per_param, kv_bytes_per_elem
     """Users of model `m` on a node of `gpus_per_node` x `acc` (catalog Entries), by memory, compute and
     bandwidth at the promised rate."""
     chip = roofline.Chip(acc.key, acc.name, acc.q("bf16_dense").to("FLOP/s"), acc.q("hbm_bandwidth").to("byte/s"))
-    n = models.param_count(m)
-    per_gpu = q(1, "GPU")
     b = serving.budget(m, acc, gpus_per_node, weight_bytes_per_param, kv_bytes_per_element, context_tokens,
                        gpu_memory_utilization, memory_reading)
     ch = Chain(f"Users of {m.name} on {gpus_per_node} x {acc.name}")
@@ -112,19 +110,7 @@ def users_chain(m, acc, gpus_per_node, weight_bytes_per_param, kv_bytes_per_elem
     serving.add_budget_steps(ch, b, source=source,
                              utilization_value=serving.vllm_utilization_value() if default_u else None)
     # Compute and bandwidth: how many users a decode step could serve at the promised rate.
-    ch.given("P", chip.peak / per_gpu, "dense bf16 tensor rate per GPU", kind=acc["bf16_dense"].kind,
-             source=acc["bf16_dense"].cite)
-    ch.given("W", chip.bandwidth / per_gpu, "HBM bandwidth per GPU", kind=acc["hbm_bandwidth"].kind,
-             source=acc["hbm_bandwidth"].cite)
-    ch.given("k", q(2, "FLOP/parameter/token"), "FLOPs per weight per token (one multiply-add)",
-             kind="derived", source="a matrix product")
-    ch.given("N_a", n["active"], "weights multiplied per token", kind="derived", source=MODELS_SOURCE)
-    ch.given("N_r", n["total"] - n["embedding"], "weights read per step (all but the embedding lookup)",
-             kind="derived", source=MODELS_SOURCE)
-    ch.given("tau", q(1, "token/sequence"), "tokens each user gets per decode step", kind="derived",
-             source="decode: one token per sequence per step")
-    ch.given("I_kv", models.kv_term_intensity(m, kv_bytes_per_element), "attention FLOPs per KV byte read",
-             kind="derived", source="utils.models.kv_term_intensity (QK^T and AV per cached token)")
+    serving.add_decode_inputs(ch, m, acc, chip, kv_bytes_per_element)
     ch.step("f", "k*N_a*tau + I_kv*kappa*T", "GFLOP/sequence", "FLOPs per user per decode step")
     ch.given("s", q(tokens_per_second_per_user, "token/s/sequence"), "decode rate promised to each user",
              kind="assumption", source=RATE_SOURCE if tokens_per_second_per_user == CLAIM["rate"] else source)

@@ -82,7 +82,7 @@ MIX_SOURCE = ("this book's assumption: a chat turn of about a page of new input 
 CONTEXT_SOURCE = "this book's assumption: the context each user's session holds, sized at its full length"
 HEADROOM_SOURCE = ("this book's assumption: room for a replica down (failure, rolling update) and bursts "
                    "above the stated concurrency")
-MODELS_SOURCE = "counted from the catalog config by utils.models"
+MODELS_SOURCE = serving.MODELS_SOURCE
 
 # The claim names the users (1,000) and the method; everything else is this page's reading.
 CLAIM = dict(users=1000, model="llama-3-70b", gpu="h100-sxm", gpus_per_replica=8, gpus_per_node=8,
@@ -143,8 +143,6 @@ def sizing_chain(m, acc, gpus_per_replica, gpus_per_node, users, context_tokens,
                  source="parameters cell") -> Chain:
     """Users per replica of model `m` on `gpus_per_replica` x `acc` (catalog Entries), then the fleet."""
     chip = roofline.Chip(acc.key, acc.name, acc.q("bf16_dense").to("FLOP/s"), acc.q("hbm_bandwidth").to("byte/s"))
-    n = models.param_count(m)
-    per_gpu = q(1, "GPU")
     ch = Chain(f"{fmt(users)} concurrent users of {m.name} on replicas of {gpus_per_replica} x {acc.name}")
     # --- Memory: the serving budget of one replica and the users whose caches fit in it.
     b = serving.budget(m, acc, gpus_per_replica, weight_bytes_per_param, kv_bytes_per_element, context_tokens,
@@ -163,19 +161,7 @@ def sizing_chain(m, acc, gpus_per_replica, gpus_per_node, users, context_tokens,
     ch.step("lam", "s/o", "request/min/sequence", "requests per user (the next follows each reply)")
     ch.step("x_p", "lam*p", "token/s/sequence", "prompt tokens each user brings per second")
     # --- Throughput: a decode step on the roofline, and prefill's share of each second.
-    ch.given("P", chip.peak / per_gpu, "dense bf16 tensor rate per GPU", kind=acc["bf16_dense"].kind,
-             source=acc["bf16_dense"].cite)
-    ch.given("W", chip.bandwidth / per_gpu, "HBM bandwidth per GPU", kind=acc["hbm_bandwidth"].kind,
-             source=acc["hbm_bandwidth"].cite)
-    ch.given("k", q(2, "FLOP/parameter/token"), "FLOPs per weight per token (one multiply-add)",
-             kind="derived", source="a matrix product")
-    ch.given("N_a", n["active"], "weights multiplied per token", kind="derived", source=MODELS_SOURCE)
-    ch.given("N_r", n["total"] - n["embedding"], "weights read per step (all but the embedding lookup)",
-             kind="derived", source=MODELS_SOURCE)
-    ch.given("I_kv", models.kv_term_intensity(m, kv_bytes_per_element), "attention FLOPs per KV byte read",
-             kind="derived", source="QK^T and AV per cached token (utils.models.kv_term_intensity)")
-    ch.given("tau", q(1, "token/sequence"), "tokens each user gets per decode step", kind="derived",
-             source="decode: one token per sequence per step")
+    serving.add_decode_inputs(ch, m, acc, chip, kv_bytes_per_element)
     ch.step("t_w", "N_r*b_w/(g*W)", "ms", "weight read per decode step")
     if as_float(ch["s"] * ch["t_w"] / ch["tau"], "") >= 1:
         raise ParameterError(f"tokens_per_second_per_user={tokens_per_second_per_user:g} is more than one user alone "
