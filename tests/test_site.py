@@ -325,7 +325,7 @@ def test_page_in_the_browser(doc, site, server, visit):
         problems.append(f"links that do not resolve: {bad}")
 
     if _source(doc).suffix == ".ipynb":
-        glue = book_index._glue_texts(read(_source(doc)))
+        glue = book_index.glue_texts(read(_source(doc)))
         results, _ = read_outputs(read(_source(doc)))
         # Each use renders one pasted span: the page must hold every glued text as often as the prose uses it.
         uses = [k for k in _glued_in_prose(doc) if k in glue]

@@ -74,7 +74,8 @@ def _glue_text(plain: str) -> str:
     return value if isinstance(value, str) else plain
 
 
-def _glue_texts(nb) -> dict[str, str]:
+def glue_texts(nb) -> dict[str, str]:
+    """Every glue key of an executed notebook and the text its prose shows."""
     texts = {}
     for cell in nb.cells:
         for out in cell.get("outputs", []):
@@ -94,7 +95,7 @@ def chapters(root: Path = ROOT) -> list[Chapter]:
             continue
         nb = nbformat.read(path, as_version=4)
         results, claims = read_outputs(nb)
-        glue = _glue_texts(nb)
+        glue = glue_texts(nb)
         # The record's keys come back sorted (nbformat writes JSON sorted); the glue outputs keep the
         # order in which the chapter published its results, so restore that.
         order = {name: i for i, name in enumerate(glue)}

@@ -7,12 +7,13 @@ hide-input honoured, figures inlined as PNG, and MathJax's SVG build inlined, so
 """
 from __future__ import annotations
 
-import ast
 import html
 import re
 from pathlib import Path
 
 from markdown_it import MarkdownIt
+
+from utils.book_index import glue_texts
 
 GLUE = re.compile(r"\{glue(?::\w+)?\}`([^`:]+)(?::[^`]*)?`")
 ROLE = re.compile(r"\{(?:ref|numref|doc)\}`([^`<]*?)(?:\s*<[^>]+>)?`")
@@ -20,21 +21,6 @@ CITE = re.compile(r"\{cite(?::\w+)?\}`([^`]+)`")
 LABEL = re.compile(r"^\([\w-]+\)=\s*$", re.M)
 ADMONITION = re.compile(r"^:::\{admonition\}\s*(.*?)\n(?::class:.*\n)?(.*?)^:::\s*$", re.M | re.S)
 _MATHJAX = ("sphinx-mathjax-offline", "static", "mathjax", "tex-svg.js")
-
-
-def _glued(nb) -> dict[str, str]:
-    out = {}
-    for cell in nb.cells:
-        for o in cell.get("outputs", []):
-            name = o.get("metadata", {}).get("scrapbook", {}).get("name")
-            plain = o.get("data", {}).get("application/papermill.record/text/plain")
-            if name and plain is not None:
-                try:
-                    value = ast.literal_eval(plain)
-                except (ValueError, SyntaxError):
-                    value = plain
-                out[name] = str(value)
-    return out
 
 
 def _protect_math(text: str) -> tuple[str, list[str]]:
@@ -84,7 +70,7 @@ def _outputs(md: MarkdownIt, cell) -> str:
 def render(nb, title: str, note: str) -> str:
     import sysconfig
     md = MarkdownIt("commonmark", {"html": True}).enable("table")
-    glue = _glued(nb)
+    glue = glue_texts(nb)
     body = [f'<p class="note">{html.escape(note)}</p>']
     for cell in nb.cells:
         tags = set(cell.get("metadata", {}).get("tags", []))
