@@ -15,8 +15,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from utils.units import fmt
-
 HOLDS, READING, WRONG, UNCHECKABLE = ("holds", "holds under a stated reading", "wrong as stated",
                                       "cannot be checked")
 VERDICTS = (HOLDS, READING, WRONG, UNCHECKABLE)
@@ -77,8 +75,3 @@ def judge(derived, claimed, rel: float) -> str:
     """HOLDS when the chain lands within the claim's tolerance, WRONG otherwise. A chain that needs a
     reading to land sets READING itself, naming it."""
     return HOLDS if within(derived, claimed, rel) else WRONG
-
-
-def show(x, unit: str | None = None, **fmt_args) -> str:
-    """A claimed or derived value for the claims table (the book's one formatter)."""
-    return x if isinstance(x, str) else fmt(x, unit, **fmt_args)
