@@ -15,10 +15,16 @@ raises instead of printing a wrong number.
 """
 from __future__ import annotations
 
+import contextlib
+import importlib
+import keyword
+import sys
+import types
 from dataclasses import dataclass
 
 import numpy as np
 import sympy as sp
+from sympy.printing.numpy import NumPyPrinter
 
 from utils.units import Q_, fmt
 
@@ -70,8 +76,7 @@ class Chain:
         unknown = [s.name for s in free if s.name not in self._values]
         if unknown:
             raise ValueError(f"formula {expr} uses undefined symbols {unknown}")
-        fn = sp.lambdify(free, expr, modules="numpy")
-        value = fn(*[self._values[s.name] for s in free])
+        value = _numeric(expr, {s.name: self._values[s.name] for s in free})
         value = value if hasattr(value, "units") else Q_(value, "")
         return value.to(unit) if unit is not None else value.to_reduced_units()
 
@@ -93,7 +98,8 @@ class Chain:
         eq = sp.Eq(sp.sympify(lhs, locals=local), sp.sympify(rhs, locals=local))
         # check=False: sympy's own back-substitution check costs a third of a re-derivation; the chain
         # evaluates the solution with units right after, and more than one usable solution still raises.
-        solutions = [s for s in sp.solve(eq, unknown, check=False) if not (s.is_number and s.is_negative)]
+        with _no_sympy_units():
+            solutions = [s for s in sp.solve(eq, unknown, check=False) if not (s.is_number and s.is_negative)]
         if len(solutions) != 1:
             raise ValueError(f"{equation} has {len(solutions)} usable solutions for {name}")
         value = self._evaluate(solutions[0], unit)
@@ -157,6 +163,41 @@ class Chain:
             lines.append(f"{r.symbol.name:<{width}}  {fmt(r.value, digits=r.digits):>22}  {how}  "
                          f"{r.label}".rstrip())
         return "\n".join(lines)
+
+
+@contextlib.contextmanager
+def _no_sympy_units():
+    """sympy's simplify imports sympy.physics.units (a tenth of a second, once per process) only to ask
+    whether the expression holds a sympy Quantity or Unit; a chain's never does (its units are pint's). For the
+    length of a solve, that import finds a stand-in whose Quantity and Unit nothing is an instance of; the stand-in
+    is removed afterwards, so a later `import sympy.physics.units` gets the real module."""
+    name = "sympy.physics.units"
+    if name in sys.modules:
+        yield
+        return
+    stand_in = types.ModuleType(name)
+    stand_in.Quantity = type("Quantity", (), {})
+    stand_in.Unit = type("Unit", (), {})
+    sys.modules[name] = stand_in
+    try:
+        yield
+    finally:
+        if sys.modules.get(name) is stand_in:
+            del sys.modules[name]
+
+
+def _numeric(expr: sp.Expr, values: dict):
+    """`expr` evaluated on `values`, from the code `sympy.lambdify(..., modules="numpy")` would write (so the
+    same operations in the same order), run in a namespace of only the numpy names that code uses: lambdify's
+    own namespace is `from numpy import *`, which imports numpy.f2py and costs a fifth of a re-derivation."""
+    if not all(name.isidentifier() and not keyword.iskeyword(name) for name in values):
+        return sp.lambdify(list(map(sp.Symbol, values)), expr, modules="numpy")(*values.values())
+    printer = NumPyPrinter({"fully_qualified_modules": False, "inline": True, "allow_unknown_functions": True,
+                            "user_functions": {}})
+    code = printer.doprint(expr)
+    namespace = {name: getattr(importlib.import_module(module), name)
+                 for module, names in printer.module_imports.items() for name in names}
+    return eval(code, namespace, dict(values))  # noqa: S307 - code printed by sympy from the chain's own formula
 
 
 def as_float(x, unit: str | None = None) -> float:
