@@ -94,3 +94,21 @@ def test_chain_modules_import_neither_torch_nor_plotting(slug):
     src = inspect.getsource(chains.module(slug))
     for banned in ("import torch", "matplotlib", "utils.measure ", "from utils.measure import"):
         assert banned not in src, f"{slug} imports {banned}"
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_a_chain_that_draws_random_numbers_says_it_simulates(slug, monkeypatch):
+    """The benchmark holds a closed-form chain to one second and a simulation to three; which one a chain is
+    is declared (`SIMULATION = "what it simulates"`) and checked here against what its defaults do."""
+    import random
+
+    import numpy as np
+    module = chains.module(slug)  # imported first: importing a library may seed a Random of its own
+    drew = []
+    default_rng, random_init = np.random.default_rng, random.Random.__init__
+    monkeypatch.setattr(np.random, "default_rng", lambda *a, **k: drew.append(1) or default_rng(*a, **k))
+    monkeypatch.setattr(random.Random, "__init__", lambda self, *a, **k: drew.append(1) or random_init(self, *a, **k))
+    chains.derive(slug)
+    declared = getattr(module, "SIMULATION", "")
+    assert bool(drew) == bool(declared), (f"{slug}: derive draws random numbers but declares no SIMULATION" if drew
+                                          else f"{slug}: declares SIMULATION but its derive draws nothing")

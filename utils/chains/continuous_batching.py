@@ -38,6 +38,8 @@ SOURCES = (("iteration-level scheduling", "Orca: Yu et al., OSDI 2022, 'Orca: A 
            ("streaming off the engine loop", HOST_SOURCE))
 MODELS_SOURCE = "counted from the catalog config by utils.models"
 
+SIMULATION = "a seeded request trace served by static and by continuous batching (utils.batching)"
+
 PARAMETERS = (
     Param("model", "llama-3-70b", "the model: a catalog key or the path of a Hugging Face config.json",
           check="model", source="catalog: Llama-3-70B, the page's reading of the claim"),

@@ -46,6 +46,8 @@ MODELS_SOURCE = "counted from the catalog config by utils.models"
 MIN_BUDGET = 2048      # vLLM without chunking: max_num_batched_tokens = max(max_model_len, 2048)
 FRACTIONS = np.round(np.arange(0.2, 2.01, 0.1), 2)     # the sweep, as fractions of the saturation rate
 
+SIMULATION = "seeded queue benchmarks of one replica at each batch cap (utils.batching)"
+
 PARAMETERS = (
     Param("model", "llama-3-70b", "the model (served in bf16: weights and KV cache): a catalog key or a config.json",
           check="model", source="catalog: Llama-3-70B, the page's reading of the claim"),

@@ -27,6 +27,8 @@ TRACE = dict(n_conversations=48, turns=8, user_tokens=(50, 250), reply_tokens=(1
              regenerate_fraction=0.1, edit_fraction=0.1, concurrency=16, seed=0)   # this book's assumptions
 NODE_GPUS = 8       # one HGX node (this book's assumption for scale)
 
+SIMULATION = "three prefix caches over a seeded multi-turn trace (utils.prefix_cache)"
+
 PARAMETERS = (
     Param("prefix_tokens", 2000, "the shared prefix (system prompt)", unit="token", check="whole",
           source="the claim (the same 2,000 tokens)"),
@@ -36,7 +38,8 @@ PARAMETERS = (
           source="catalog: Llama-3-70B, this page's reading of the claim"),
     Param("gpu", "h100-sxm", "the accelerator: a catalog key or a spec file", check="accelerator",
           source="catalog: H100 SXM, this page's reading of the claim"),
-    Param("mfu", 0.5, "model FLOPs utilisation of prefill (fraction of dense bf16 peak)", check="fraction",
+    Param("mfu", 0.5, "model FLOPs utilisation of prefill (fraction of dense bf16 peak), counting the chain's prefill "
+          "FLOPs: 2N per token plus causal attention", check="fraction",
           source=MFU_SOURCE),
     Param("kv_bytes_per_element", 2, "KV-cache element size (2 = bf16, 1 = fp8)", unit="byte",
           source="this book's assumption: a bf16 cache"),

@@ -18,6 +18,8 @@ from utils.sampling import STAGES, nucleus_size, probabilities, sample, softmax,
 from utils.units import fmt, pct, q
 from utils.verdicts import HOLDS, WRONG, Claim
 
+SIMULATION = "seeded draws from the filtered distribution, checked against it by total-variation distance"
+
 PARAMETERS = (
     Param("model", "llama-3-70b", "the model: its vocabulary sets the width of the logits row", check="model",
           source="catalog: Llama-3-70B"),
