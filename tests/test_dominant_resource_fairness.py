@@ -1,0 +1,54 @@
+"""dominant-resource-fairness's chain: the claim on the paper's example, the cluster, bad input, properties."""
+from fractions import Fraction
+
+import pytest
+
+from utils import chains
+from utils.chains import dominant_resource_fairness as chapter
+from utils.params import ParameterError
+from utils.verdicts import READING
+
+SLUG = "dominant-resource-fairness"
+
+
+def test_claim_holds_under_the_reading_on_the_papers_example():
+    (c,) = chapter.claims()
+    assert c.verdict == READING and c.reading
+    ck = chapter.checks()
+    assert ck["fair"].tasks == (3, 2) and set(ck["fair"].shares) == {Fraction(2, 3)}   # the paper, sec. 4
+    assert ck["bug"].tasks == (4, 0) and ck["bug_skip"].tasks == (4, 1)
+    assert ck["ties_harmless"] and ck["twins"] == 1 and ck["dominant"] == [1, 0]
+
+
+def test_the_cluster_defaults():
+    r = chains.derive(SLUG)
+    assert (r["train_tasks"].m, r["prep_tasks"].m, r["eval_tasks"].m) == (11, 80, 40)
+    assert r["gpu_utilisation"].m == 1 and r["core_utilisation"].m == 1
+    assert r["floor_bug_first_user_gpus"].m == 1 and r["raw_bug_gpu_utilisation"].m == pytest.approx(1 / 16)
+    assert r["max_dominant_share"].m - r["min_dominant_share"].m < 0.1
+
+
+def test_every_user_gets_at_least_its_slice_on_the_cluster():
+    res = chapter.cluster_chain(chains.check(SLUG))
+    assert all(k >= s for k, s in zip(res["fair"].tasks, res["partition"]))
+
+
+@pytest.mark.parametrize("name, value", [("n_nodes", 0), ("gpus_per_node", 2.5), ("memory_per_node", -1.0),
+                                         ("train_gpus", -1), ("eval_cores", 1.5), ("prep_memory", float("nan"))])
+def test_bad_input_is_refused_with_its_name(name, value):
+    with pytest.raises(ParameterError, match=name):
+        chains.derive(SLUG, **{name: value})
+
+
+def test_a_task_that_needs_nothing_is_refused():
+    with pytest.raises(ParameterError, match="prep_gpus, prep_cores and prep_memory are all zero"):
+        chains.derive(SLUG, prep_cores=0, prep_memory=0.0)
+
+
+def test_more_nodes_never_fewer_tasks_and_a_bigger_task_fewer():
+    base = chains.derive(SLUG)
+    bigger = chains.derive(SLUG, n_nodes=32)
+    for name in ("train_tasks", "prep_tasks", "eval_tasks"):
+        assert bigger[name].m >= base[name].m
+    heavier = chains.derive(SLUG, eval_memory=1024.0)
+    assert heavier["eval_tasks"].m < base["eval_tasks"].m
