@@ -1,0 +1,46 @@
+"""gpu-hours-billing: the float-trap claim at the stated scale, the rounding rules on the job mix, bad
+inputs refused, and the properties (more records, more drift; coarser rules bill more)."""
+import pytest
+
+from utils import chains
+from utils.chains import gpu_hours_billing as chapter
+from utils.params import ParameterError
+
+SLUG = "gpu-hours-billing"
+
+
+def test_the_float_trap_holds_only_read_as_floats_anywhere_in_billing():
+    (c,) = chains.claims(SLUG)
+    assert c.verdict == "holds under a stated reading" and "ceiling" in c.reading
+    base = chapter.claim_result()["base"]
+    assert 0.01 <= abs(base["e64"]) < chapter.CLAIM["real_money"]            # a few cents on millions
+    assert abs(float(base["exact"]) - 3.99 * 1024 * 30 * 24) < 1e-6
+    assert 9 < base["first_days"] < 10
+    assert base["s32"] == 32768.0                                           # float32 stalls at 2^15
+
+
+def test_defaults_and_rounding_markups():
+    d = chains.derive(SLUG)
+    assert d["rounding_markup"].m == 0 and d["mix_billed"] == d["mix_used"]
+    m = chains.derive(SLUG, rounding="minute")["rounding_markup"].m
+    h = chains.derive(SLUG, rounding="hour")["rounding_markup"].m
+    assert 0 < m < h < 0.2
+
+
+def test_property_more_gpus_more_drift():
+    small = chains.derive(SLUG, fleet_gpus=64)["float64_drift"].m
+    big = chains.derive(SLUG, fleet_gpus=8192)["float64_drift"].m
+    assert abs(big) > 100 * abs(small)
+
+
+@pytest.mark.parametrize("name,value,match", [
+    ("rounding", "day", "rounding"), ("fleet_gpus", 0, "fleet_gpus"), ("fleet_gpus", 10.5, "fleet_gpus"),
+    ("price", -1.0, "price"), ("days", 0.0, "days"), ("days", 1e-7, "days"), ("n_jobs", 1e6, "n_jobs")])
+def test_bad_inputs_are_refused_naming_the_parameter(name, value, match):
+    with pytest.raises(ParameterError, match=match):
+        chains.derive(SLUG, **{name: value})
+
+
+def test_refusal_table_refuses_every_bad_record():
+    rows = chapter.refusal_rows()
+    assert [r[-1] == "billed" for r in rows] == [True, True] + [False] * 8
