@@ -35,6 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m utils.bench", description=__doc__.splitlines()[0])
     parser.add_argument("slugs", nargs="*", help="chapters (default: every chapter with a chain module)")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--fast-only", action="store_true", help="time the fast path only (no papermill runs)")
     args = parser.parse_args(argv)
     slugs = args.slugs or chains.slugs()
     print(f"{'chapter':<28} {'kind':<11} {'fast (s)':>9} {'target':>7} {'--notebook (s)':>15} {'ratio':>7}"
@@ -43,12 +44,17 @@ def main(argv: list[str] | None = None) -> int:
         fast, page = [], []
         for _ in range(args.runs):
             fast.append(_time([slug, "--json"]))
-            page.append(_time([slug, "--json", "--notebook"]))
-        f, p = statistics.median(fast), statistics.median(page)
+            if not args.fast_only:
+                page.append(_time([slug, "--json", "--notebook"]))
+        f = statistics.median(fast)
         kind = "simulation" if getattr(chains.module(slug), "SIMULATION", "") else "closed form"
         target = TARGET_S[kind]
         mark = "" if f < target else "  over target"
-        print(f"{slug:<28} {kind:<11} {f:>9.2f} {f'< {target:g}':>7} {p:>15.2f} {p / f:>6.1f}x{mark}", flush=True)
+        if page:
+            p = statistics.median(page)
+            print(f"{slug:<28} {kind:<11} {f:>9.2f} {f'< {target:g}':>7} {p:>15.2f} {p / f:>6.1f}x{mark}", flush=True)
+        else:
+            print(f"{slug:<28} {kind:<11} {f:>9.2f} {f'< {target:g}':>7} {'-':>15} {'-':>7}{mark}", flush=True)
     return 0
 
 
