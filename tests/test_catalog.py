@@ -27,11 +27,11 @@ def all_values():
 
 
 def test_expected_entries_exist():
-    assert set(catalog.keys("accelerator")) == {"a100-sxm-80gb", "a100-sxm4-40gb", "h100-sxm", "h200", "b200", "gb200",
-                                                "mi300x"}
+    assert set(catalog.keys("accelerator")) == {"a100-sxm-80gb", "a100-sxm4-40gb", "h100-sxm", "h100-pcie", "h200", "b200",
+                                                "gb200", "mi300x", "mi325x", "tpu-v4", "tpu-v5p"}
     assert {"nvlink3", "nvlink4", "nvlink5", "pcie5-x16", "ib-ndr", "ib-xdr", "eth-400g", "eth-800g",
             "infinity-fabric"} <= set(catalog.keys("interconnect"))
-    assert set(catalog.keys("model")) == {"llama-3-8b", "llama-3-70b", "llama-3-405b", "deepseek-v3", "kimi-k2"}
+    assert {"llama-3-8b", "llama-3-70b", "llama-3-405b", "deepseek-v3", "kimi-k2"} <= set(catalog.keys("model"))
 
 
 @pytest.mark.parametrize("kind,key,name,v", list(all_values()), ids=lambda x: x if isinstance(x, str) else "")
@@ -53,7 +53,8 @@ def test_assumptions_say_why():
 def test_sparse_is_twice_dense(key):
     e = catalog.accelerator(key)
     pairs = [p for p in PRECISIONS if f"{p}_dense" in e and f"{p}_sparse" in e]
-    assert pairs, f"{key} has no dense/sparse pair to check"
+    # A chip whose vendor publishes no sparse rate (the TPUs) says so; every other has a pair to check.
+    assert pairs or "no structured-sparsity rate" in e.notes, f"{key} has no dense/sparse pair to check"
     for p in pairs:
         dense, sparse = e.q(f"{p}_dense"), e.q(f"{p}_sparse")
         assert sparse.to("FLOP/s").magnitude == pytest.approx(2 * dense.to("FLOP/s").magnitude, rel=REL), p
@@ -72,15 +73,19 @@ def test_bidirectional_is_twice_unidirectional(kind, key):
             bi, uni = e.q(f"{stem}_bidirectional"), e.q(f"{stem}_unidirectional")
             assert bi.to("GB/s").magnitude == pytest.approx(2 * uni.to("GB/s").magnitude, rel=REL), stem
             checked += 1
-    assert checked, f"{key}: no bidirectional/unidirectional pair"
+    assert checked or not stems, f"{key}: no bidirectional/unidirectional pair"
 
 
 @pytest.mark.parametrize("key", catalog.keys("accelerator"))
 def test_accelerator_units_and_links(key):
     e = catalog.accelerator(key)
     assert e.q("bf16_dense").check("[compute] / [time]")
-    assert e.q("hbm_capacity").units == Q_(1, "GB").units, "nominal capacity is kept in the datasheet's GB"
+    # nominal capacity is kept in the datasheet's own unit: GB for the GPUs, GiB where Google prints GiB
+    assert e.q("hbm_capacity").units in (Q_(1, "GB").units, Q_(1, "GiB").units)
     assert e.q("hbm_bandwidth").check("[information] / [time]")
+    if key.startswith("tpu-"):  # Google publishes no TDP and the chips have no NVLink-style switched link
+        return
+    assert e.q("hbm_capacity").units == Q_(1, "GB").units, "a GPU's nominal capacity is kept in the datasheet's GB"
     assert e.q("tdp").check("[power]")
     link = e.q("scaleup_link")
     assert link in catalog.keys("interconnect"), f"{key}: scaleup_link {link!r} is not an interconnect"

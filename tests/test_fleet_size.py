@@ -72,3 +72,65 @@ def test_bad_inputs_are_refused(values, message):
 def test_moe_uses_active_parameters():
     ds = chains.derive("fleet-size", model="deepseek-v3")
     assert ds["train_flops"].m == pytest.approx(6 * param_count(catalog.model("deepseek-v3"))["active"].m * 15e12)
+
+
+# --- which MFU: the published figures restated on 6N -------------------------------------------------
+def test_palm_fleet_reproduces_6144_tpu_v4_chips():
+    """PaLM (arXiv:2204.02311), Table 3: 46.2% MFU counting 6N + 12LHQT (Appendix B), 238.3K tokens/s, 780B
+    tokens on 6,144 TPU v4 chips. At the compute time its throughput implies the fleet equation gives the
+    6,144 chips within the rounding of the printed 46.2% (0.11%) and 238.3K (0.02%)."""
+    pf = fleet_size.palm_figures()
+    assert pf["chips"].m == 6144
+    assert pf["exact"].to("GPU").m == pytest.approx(6144, rel=0.0015)
+    assert pf["days"].to("day").m == pytest.approx(780e9 / 238.3e3 / 86400, rel=1e-9)
+    assert pf["mfu6"] == pytest.approx(0.4570, abs=5e-4)
+    # typed as if it counted 6N, the MFU is over-read by the attention share and the fleet comes out short
+    assert pf["typed_as_6n"].to("GPU").m < pf["exact"].to("GPU").m
+    # 1,200 h on 6,144 chips + 336 h on 3,072 (model card), of which the compute at the reported rate is 2/3
+    assert pf["chip_hours"].to("GPU*hour").m == 1200 * 6144 + 336 * 3072
+    assert 0.6 < pf["compute_share"] < 0.7
+
+
+def test_palm_through_rederive_parameters():
+    d = chains.derive("fleet-size", gpu="tpu-v4", model="palm-540b", n_tokens=780e9, mfu=0.462,
+                      mfu_basis="6N+attention", seq_len=2048, run_days=780e9 / 238.3e3 / 86400, headroom=0.0)
+    assert d["gpus_exact"].to("GPU").m == pytest.approx(6144, rel=0.0015)
+
+
+def test_deepseek_two_counts_of_one_run_agree_on_6n():
+    """Insights into DeepSeek-V3 (arXiv:2505.09343), Table 4: MFU 38.94% causal, 43.73% non-causal (4K
+    sequences). Restated on 6N they must agree (to the 0.01% rounding plus the MTP module the book does not
+    count), and agree with the MFU DeepSeek-V3's 2,664K H800 GPU-hours on 14.8T tokens imply (report Table 1)."""
+    ds = fleet_size.deepseek_conversion()
+    assert ds["causal"] == pytest.approx(ds["noncausal"], rel=0.005)
+    assert ds["causal"] == pytest.approx(0.342, abs=0.001)
+    assert ds["from_hours"] == pytest.approx(ds["causal"], rel=0.01)
+    assert 0.11 < ds["typed_error"] < 0.13           # the causal figure typed as 6N plans a fleet ~12% short
+
+
+def test_megatron_rates_restated_on_6n():
+    """Narayanan et al. 2021 (arXiv:2104.04473): eq. 3 counts recomputation; Table 1's 1T model at 163 TFLOP/s
+    per A100 (52% of peak as printed) and sec. 5.1's GPT-3 at 140 TFLOP/s."""
+    lo, hi = fleet_size.megatron_conversion()
+    assert hi["printed"] == pytest.approx(0.52, abs=0.005)           # Table 1 prints 52%
+    assert hi["n"] == pytest.approx(1008.0e9, rel=0.001)              # Table 1's 1008.0 billion parameters
+    assert lo["n"] == pytest.approx(174.6e9, rel=0.001)               # Table 2's 174.6 billion
+    assert hi["mfu6"] == pytest.approx(0.3868, abs=5e-4)
+    assert lo["mfu6"] == pytest.approx(0.3278, abs=5e-4)
+    assert hi["via_8n"] == pytest.approx(hi["printed"] * 6 / 8)       # the hardware basis' shortcut
+    assert 4 / 3 < hi["ratio"] < 1.4                                  # eq. 3 over 6N: 8/6 plus attention
+
+
+def test_default_basis_is_the_identity_and_others_shrink_the_mfu():
+    base = chains.derive("fleet-size")
+    same = chains.derive("fleet-size", mfu_basis="6N", seq_len=131072)
+    assert base["gpus_exact"] == same["gpus_exact"]
+    for b in ("6N+causal-attention", "6N+attention", "hardware"):
+        assert chains.derive("fleet-size", mfu_basis=b)["gpus_exact"] > base["gpus_exact"], b
+    hw = chains.derive("fleet-size", mfu_basis="hardware")
+    assert (hw["gpus_exact"] / base["gpus_exact"]).m == pytest.approx(8 / 6)
+
+
+def test_bad_mfu_basis_refused():
+    with pytest.raises(ParameterError, match="mfu_basis"):
+        chains.derive("fleet-size", mfu_basis="model")

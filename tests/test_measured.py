@@ -118,7 +118,7 @@ def test_the_datasheet_figure(recs, h100_catalog):
 
 def test_catalog_keys():
     assert D.catalog_key("NVIDIA H100 80GB HBM3") == "h100-sxm"
-    assert D.catalog_key("NVIDIA H100 PCIe") is None, "a PCIe part is not compared with the SXM datasheet"
+    assert D.catalog_key("NVIDIA H100 PCIe") == "h100-pcie", "a PCIe part is compared with its own datasheet, not the SXM's"
     assert D.catalog_key("Fake GPU (test)") is None
 
 

@@ -30,11 +30,13 @@ def test_total_matches_the_published_figure(key):
 def test_active_matches_the_published_figure(key):
     m = catalog.model(key)
     counted = counted_against_published(key, "active")
-    assert counted < 0.06 * param_count(m)["total"].magnitude, "an MoE token touches a few percent of it"
+    # a token touches a few percent of DeepSeek-V3's or Kimi K2's 256-384 experts; Mixtral's 2 of 8 a quarter
+    share = 0.06 if key in ("deepseek-v3", "kimi-k2") else 0.3
+    assert counted < share * param_count(m)["total"].magnitude, "an MoE token touches a fraction of it"
 
 
-def test_moe_models_are_the_two_expected():
-    assert sorted(MOE) == ["deepseek-v3", "kimi-k2"]
+def test_moe_models_are_the_expected():
+    assert sorted(MOE) == ["deepseek-v3", "gpt-oss-120b", "kimi-k2", "mixtral-8x7b", "qwen3-235b-a22b"]
 
 
 @pytest.mark.parametrize("key,exact", [
@@ -50,10 +52,11 @@ def test_dense_counts_are_exact(key, exact):
 @pytest.mark.parametrize("key", MODELS)
 def test_breakdown_adds_up(key):
     p = param_count(catalog.model(key))
-    parts = ("embedding", "lm_head", "attention", "mlp", "experts", "router", "norms")
+    parts = ("embedding", "positions", "lm_head", "attention", "mlp", "experts", "router", "norms")
     assert sum(p[k].magnitude for k in parts) == p["total"].magnitude
     assert all(p[k].check("[parameter]") for k in p)
-    assert p["active"] < p["active_with_embedding"] <= p["total"]
+    # equal for a tied model without a position table (PaLM): its one embedding matrix is also the head
+    assert p["active"] <= p["active_with_embedding"] <= p["total"]
 
 
 def test_dense_models_use_every_weight_but_the_lookup_table():

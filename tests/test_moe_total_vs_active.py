@@ -39,7 +39,7 @@ def test_routing_simulations_agree_with_the_formulas():
     assert abs(ck["counted"] / ck["expected"] - 1) < ck["counted_tolerance"]
 
 
-@pytest.mark.parametrize("bad", [dict(n_gpus_ep=1), dict(n_gpus_ep=500), dict(model="llama-3-70b"),
+@pytest.mark.parametrize("bad", [dict(n_gpus_ep=1), dict(n_gpus_ep=1000), dict(model="llama-3-70b"),
                                  dict(mfu=1.5), dict(top_k_override=1000), dict(top_k_override=2.5),
                                  dict(tokens_per_second=0.0)])
 def test_bad_inputs_are_refused_with_the_name(bad):

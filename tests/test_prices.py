@@ -31,12 +31,15 @@ RANGES = {
     ("datacenter", "pue"): ("", 1.0, 3.0),
     ("datacenter", "colocation_per_kw_month"): ("USD/kW/month", 50, 1_000),
     ("datacenter", "ops_per_gpu_year"): ("USD/GPU/year", 100, 20_000),
+    ("h200-server", "capex_per_gpu"): ("USD/GPU", 10_000, 150_000),
+    ("b200-server", "capex_per_gpu"): ("USD/GPU", 10_000, 150_000),
+    ("b200-server", "capex_per_server"): ("USD", 100_000, 1_500_000),
 }
 
 
 @pytest.mark.parametrize("key, name, v", PRICES, ids=[f"{k}.{n}" for k, n, _ in PRICES])
 def test_prices_are_in_sane_ranges(key, name, v):
-    if key == "h100-rental":
+    if key.endswith("-rental"):                     # h100-, h200-, b200-rental: USD per GPU-hour
         unit, low, high = "USD/GPU/hour", 0.5, 20.0
     elif key == "electricity":
         unit, low, high = "USD/kWh", 0.01, 0.5

@@ -47,3 +47,39 @@ def test_fleet_equation_solves_for_the_count_and_is_inverse_in_time():
 
 def test_fat_tree_sizes():
     assert fat_tree_sizes(64) == {1: 32, 2: 2048, 3: 65536}
+
+
+# --- MFU bases and ZeRO stages (issue 13) -----------------------------------------------------------
+def test_flops_per_token_on_each_basis():
+    from utils.training import flops_per_token, mfu_to_6n
+    n, L, d, T = 1e9, 10, 1000, 2000
+    assert flops_per_token("6N", n) == 6e9
+    assert flops_per_token("6N+attention", n, L, d, T) == 6e9 + 12 * L * d * T     # PaLM Appendix B
+    assert flops_per_token("6N+causal-attention", n, L, d, T) == 6e9 + 6 * L * d * T
+    assert flops_per_token("hardware", n) == 8e9
+    assert mfu_to_6n(0.4, "6N", n) == 0.4 and mfu_to_6n(0.4, "hardware", n) == pytest.approx(0.3)
+    with pytest.raises(ValueError, match="basis"):
+        flops_per_token("6ND", n)
+
+
+def test_megatron_equation_3_against_its_own_terms():
+    """96 B s l h^2 (1 + s/6h + V/16lh) per token is 4 forward passes (fwd, recompute, 2x bwd) of 24 l h^2
+    plus attention's 4 s l h and a logit layer 6 V h that is not recomputed."""
+    from utils.training import megatron_flops_per_token
+    l, h, s, V = 128, 25600, 2048, 51200
+    assert megatron_flops_per_token(l, h, s, V) == pytest.approx(96 * l * h**2 + 16 * s * l * h + 6 * V * h)
+
+
+def test_zero_bytes_per_param_each_stage():
+    from utils.training import zero_bytes_per_param, zero_comm_volume
+    nd = 64
+    assert zero_bytes_per_param(0, nd) == 16
+    assert zero_bytes_per_param(1, nd) == 4 + 12 / nd
+    assert zero_bytes_per_param(2, nd) == 2 + 14 / nd
+    assert zero_bytes_per_param(3, nd) == 16 / nd
+    assert all(zero_bytes_per_param(s, 1) == 16 for s in range(4))     # one GPU: nothing to partition
+    assert [zero_comm_volume(s) for s in range(4)] == [2, 2, 2, 3]
+    with pytest.raises(ValueError):
+        zero_bytes_per_param(4, nd)
+    with pytest.raises(ValueError):
+        zero_bytes_per_param(1, 0)

@@ -71,3 +71,42 @@ def test_torch_counts_the_bytes():
     from utils.optimizer_state import counted_bytes_per_param
     assert counted_bytes_per_param("zero")[0] == 16 and counted_bytes_per_param("amp")[0] == 16
     assert counted_bytes_per_param("megatron")[0] == 20
+
+
+# --- ZeRO stages ------------------------------------------------------------------------------------
+def test_zero_paper_figure_1_reproduced():
+    """Rajbhandari et al., SC20 (arXiv:1910.02054), Figure 1: Psi = 7.5B, N_d = 64, K = 12 gives 120, 31.4,
+    16.6 and 1.9 GB per device; each stage within half a unit of the figure's last printed digit."""
+    rows = tsm.zero_paper_check()
+    assert [r["holds"] for r in rows] == [True] * 4
+    derived = [r["per_gpu"].to("GB").m for r in rows]
+    assert derived == pytest.approx([120.0, 31.40625, 16.640625, 1.875], rel=1e-12)
+    for r, printed, tol in zip(rows, (120, 31.4, 16.6, 1.9), (0.5, 0.05, 0.05, 0.05)):
+        assert abs(r["per_gpu"].to("GB").m - printed) <= tol
+
+
+def test_zero_stage_in_the_chain_and_its_traffic():
+    d = chains.derive("training-state-memory", zero_stage=1, dp_degree=8)
+    n = tsm.architecture(catalog.model("llama-3-70b"))["n_params"]
+    assert d["zero_state_per_gpu"].to("GB").m == pytest.approx((4 + 12 / 8) * n / 1e9)
+    assert d["zero_traffic_per_gpu"].to("GB").m == pytest.approx(2 * 2 * n / 1e9)
+    d3 = chains.derive("training-state-memory", zero_stage=3, dp_degree=8)
+    assert d3["zero_traffic_per_gpu"] / d["zero_traffic_per_gpu"] == pytest.approx(1.5)   # ZeRO sec. 7
+    # the chapter's existing results do not depend on the stage
+    assert d3["state_bytes"] == d["state_bytes"] and d3["replica_nodes"] == d["replica_nodes"]
+
+
+def test_zero_bytes_fall_with_each_stage_and_with_nd():
+    n = 70e9
+    per = [r["per_gpu"].m for r in tsm.zero_table(n, 64)]
+    assert per == sorted(per, reverse=True)
+    curves = tsm.zero_curves(n)["curves"]
+    for s in (1, 2, 3):
+        assert (curves[s][1:] <= curves[s][:-1]).all()                 # more GPUs, less state each
+    assert curves[0].min() == curves[0].max()                          # replicated: no change
+
+
+@pytest.mark.parametrize("name,value", [("zero_stage", 4), ("zero_stage", -1), ("dp_degree", 0)])
+def test_bad_zero_inputs_refused(name, value):
+    with pytest.raises(ParameterError, match=name):
+        chains.derive("training-state-memory", **{name: value})

@@ -13,6 +13,10 @@ The book's model fields (utils/catalog/models.toml) are the config's, renamed; t
     DeepSeek-V3 / Kimi K2: n_routed_experts, n_shared_experts, first_k_dense_replace -> n_dense_layers,
              moe_intermediate_size -> moe_d_ff, q_lora_rank, kv_lora_rank, qk_nope_head_dim,
              qk_rope_head_dim, v_head_dim (multi-head latent attention)
+    gpt-oss (gpt_oss): Mixtral's expert fields, plus biases everywhere, a sink logit per head, and the
+             layer_types' sliding_attention layers with their sliding_window
+    OPT (opt): ffn_dim -> d_ff of a two-matrix ReLU MLP, biases (enable_bias), LayerNorm, a learned position
+             table of max_position_embeddings + 2 rows, tied embeddings unless the config says otherwise
 
 Parameter counts are then computed by utils.models from these fields, exactly as for a catalog model,
 and stored as params_total and params_active. A config that lacks a field the counts need raises
@@ -97,8 +101,22 @@ def fields(cfg: dict, path: Path) -> dict:
         out["n_shared_experts"] = shared // out["moe_d_ff"] if shared else 0
         out["n_dense_layers"], out["router_bias"] = 0, False
         out["d_ff"] = cfg.get("intermediate_size") or out["moe_d_ff"]
+    elif kind == "opt":                                                   # OPT: a ReLU MLP of ffn_dim
+        out["d_ff"] = _need(cfg, "ffn_dim", path, "the FFN")
+        out["ffn_matrices"] = 2
+        bias = bool(cfg.get("enable_bias", True))
+        out.update(qkv_bias=bias, o_bias=bias, mlp_bias=bias, norm_bias=True)
+        # OPTLearnedPositionalEmbedding keeps 2 rows beyond max_position_embeddings
+        out["learned_positions"] = _need(cfg, "max_position_embeddings", path, "the position table") + 2
+        out["tied_embeddings"] = bool(cfg.get("tie_word_embeddings", True))
     else:
         out["d_ff"] = _need(cfg, "intermediate_size", path, "the FFN")
+    if kind == "gpt_oss":   # biases on q, k, v, o, the experts and the router; a sink logit per head
+        out.update(qkv_bias=True, o_bias=True, mlp_bias=True, router_bias=True, attention_sinks=True)
+        sliding = [t for t in cfg.get("layer_types") or [] if t == "sliding_attention"]
+        if sliding and cfg.get("sliding_window"):
+            out["n_sliding_layers"] = len(sliding)
+            out["sliding_window"] = _need(cfg, "sliding_window", path, "the sliding window")
     return out
 
 

@@ -9,6 +9,11 @@ Two architectures are covered, both read straight from the config fields in mode
   projections, a cached latent of kv_lora_rank plus one shared RoPE key of qk_rope_head_dim per token,
   n_dense_layers dense FFN layers first, then MoE layers with routed and shared SwiGLU experts.
 
+Older and other decoders are read from a few more fields, all optional: a two-matrix GELU/ReLU MLP
+(ffn_matrices = 2: GPT-3, OPT), biases (qkv_bias, o_bias, mlp_bias), LayerNorm (norm_bias), a learned
+position table (learned_positions), gpt-oss's attention sinks, and sliding-window layers
+(kv_bytes_for_context keeps only the window for those).
+
 "Active" parameters are the ones multiplied per token, so forward FLOPs per token are about 2 x active:
 every attention and FFN weight a token passes through, the router and the LM head, but not the input
 embedding table, whose use is a one-row lookup. Vendors differ here (DeepSeek's README counts the
@@ -21,6 +26,14 @@ import pint
 from utils.units import Q_
 
 _SWIGLU = 3  # gate, up and down projections per FFN / expert
+
+
+def _ffn(m, d: int, d_ff: int) -> int:
+    """One FFN (or expert): ffn_matrices = 3 for SwiGLU (the default), 2 for GPT-3's GELU or OPT's ReLU MLP;
+    mlp_bias adds a bias to each matrix's output (GPT-3, OPT, gpt-oss's experts)."""
+    mats = _n(m, "ffn_matrices", _SWIGLU)
+    bias = ((mats - 1) * d_ff + d) if m.get("mlp_bias", False) else 0
+    return mats * d * d_ff + bias
 
 
 def _n(m, name: str, default=None) -> int:
@@ -48,7 +61,9 @@ def _attention_params(m) -> int:
     if not is_mla(m):
         hd, kv = _n(m, "head_dim"), _n(m, "n_kv_heads")
         bias = (h * hd + 2 * kv * hd) if m.get("qkv_bias", False) else 0   # Qwen2: q, k, v biases
-        return d * h * hd + 2 * d * kv * hd + h * hd * d + bias   # q, k, v, o
+        bias += d if m.get("o_bias", False) else 0                           # GPT-3, OPT, gpt-oss: o too
+        sinks = h if m.get("attention_sinks", False) else 0                  # gpt-oss: one learned logit per head
+        return d * h * hd + 2 * d * kv * hd + h * hd * d + bias + sinks   # q, k, v, o
     q_rank, kv_rank = _n(m, "q_lora_rank", 0), _n(m, "kv_lora_rank")
     nope, rope, vd = _n(m, "qk_nope_head_dim"), _n(m, "qk_rope_head_dim"), _n(m, "v_head_dim")
     if q_rank:
@@ -63,7 +78,8 @@ def _attention_params(m) -> int:
 def param_count(m) -> dict[str, pint.Quantity]:
     """Parameters counted from the architecture, in `parameter` units.
 
-    Keys: total, active, active_with_embedding, embedding, lm_head, attention, mlp (dense FFN layers),
+    Keys: total, active, active_with_embedding, embedding, positions (a learned position table, GPT-3 and
+    OPT), lm_head, attention, mlp (dense FFN layers),
     experts (routed + shared), router (gate weights and the per-expert routing bias DeepSeek-V3-style
     routers carry), norms. DeepSeek's multi-token-prediction module is not part of the
     model's forward pass at inference and is excluded (the 685B on Hugging Face = 671B + 14B MTP).
@@ -73,26 +89,30 @@ def param_count(m) -> dict[str, pint.Quantity]:
     embedding = vocab * d
     lm_head = 0 if tied else vocab * d
     attention = layers * _attention_params(m)
-    norms = layers * 2 * d + d                                     # pre-attention, pre-FFN, final
-    expert = _SWIGLU * d * _n(m, "moe_d_ff", 0)
+    # pre-attention, pre-FFN, final: RMSNorm has a scale per element, LayerNorm (norm_bias) a bias as well
+    norms = (layers * 2 * d + d) * (2 if m.get("norm_bias", False) else 1)
+    positions = _n(m, "learned_positions", 0) * d                 # GPT-3, OPT: a learned position table
+    expert = _ffn(m, d, _n(m, "moe_d_ff", 0)) if "moe_d_ff" in m else 0
     if is_moe(m):
         n_dense = _n(m, "n_dense_layers", 0)
         n_moe = layers - n_dense
         routed, shared, k = _n(m, "n_routed_experts"), _n(m, "n_shared_experts", 0), _n(m, "n_experts_per_token")
-        mlp = n_dense * _SWIGLU * d * _n(m, "d_ff")
+        mlp = n_dense * _ffn(m, d, _n(m, "d_ff"))
         experts = n_moe * (routed + shared) * expert
         # gate weight, plus the aux-loss-free routing bias DeepSeek-V3-style routers carry (Mixtral's has none)
         router = n_moe * routed * (d + (1 if m.get("router_bias", True) else 0))
         experts_active = n_moe * (k + shared) * expert
     else:
-        mlp = layers * _SWIGLU * d * _n(m, "d_ff")
+        mlp = layers * _ffn(m, d, _n(m, "d_ff"))
         experts = router = experts_active = 0
-    total = embedding + lm_head + attention + norms + mlp + experts + router
-    # With tied embeddings the one matrix is also the LM head, so it is multiplied per token.
+    total = embedding + positions + lm_head + attention + norms + mlp + experts + router
+    # With tied embeddings the one matrix is also the LM head, so it is multiplied per token. A learned
+    # position table is a lookup, like the token embedding: stored, not multiplied.
     active = attention + norms + mlp + experts_active + router + (embedding if tied else lm_head)
-    counts = dict(total=total, active=active, active_with_embedding=active + (0 if tied else embedding),
-                  embedding=embedding, lm_head=lm_head, attention=attention, mlp=mlp, experts=experts,
-                  router=router, norms=norms)
+    counts = dict(total=total, active=active,
+                  active_with_embedding=active + (0 if tied else embedding) + positions,
+                  embedding=embedding, positions=positions, lm_head=lm_head, attention=attention, mlp=mlp,
+                  experts=experts, router=router, norms=norms)
     return {k: Q_(v, "parameter") for k, v in counts.items()}
 
 
@@ -177,3 +197,16 @@ def attention_width(m) -> int:
         qk, v = _n(m, "qk_nope_head_dim") + _n(m, "qk_rope_head_dim"), _n(m, "v_head_dim")
         return h * (qk + v) // 2
     return h * _n(m, "head_dim")
+
+
+def kv_bytes_for_context(m, context_tokens: int, bytes_per_element) -> pint.Quantity:
+    """KV-cache bytes of one sequence of `context_tokens` tokens. With sliding-window layers (gpt-oss:
+    n_sliding_layers of its layers attend to the last sliding_window tokens only) those layers keep at
+    most the window; the rest keep every token. Without a window it is context x kv_bytes_per_token."""
+    per_token = kv_bytes_per_token(m, bytes_per_element)
+    if "sliding_window" not in m:
+        return (per_token * Q_(context_tokens, "token")).to("byte")
+    layers, sliding, window = _n(m, "n_layers"), _n(m, "n_sliding_layers"), _n(m, "sliding_window")
+    per_layer = per_token / layers
+    kept = (layers - sliding) * context_tokens + sliding * min(context_tokens, window)
+    return (per_layer * Q_(kept, "token")).to("byte")

@@ -13,7 +13,12 @@
   every MoE layer); `ALPHA_D`, `ALPHA_C`: all-to-all latencies fitted to TensorRT-LLM's GB200 times;
 - `dropped_share`, `busiest_expert`: capacity factors and dropless routing, exact per expert;
 - `simulate_busiest_experts`, `simulate_loads`: seeded simulations of uniform top-k routing, the
-  second route for the formulas above.
+  second route for the formulas above;
+- `redundant_layout`, `shared_copies`: a group wider than the experts (DeepSeek-V3's EP320 decode), one
+  expert per GPU and the spares holding shared-expert copies and redundant routed copies;
+  `busiest_redundant`, `redundant_imbalance`: what the copies buy, exact for independent binomial loads,
+  placed before the step (from past loads) or on the step's own busiest experts; `simulate_redundant`, the
+  seeded second route.
 
 numpy and the standard library only; every function is deterministic (simulations take a seed).
 """
@@ -249,3 +254,101 @@ def simulate_busiest_experts(E: int, k: int, n: int, B: int, trials: int = 1000,
         np.put_along_axis(touched, picks, 1.0, axis=1)
         busiest.append((touched @ onehot).max(axis=1))
     return float(np.mean(np.concatenate(busiest)))
+
+
+# --- redundant experts on spare GPUs (a group wider than the experts) ---------------------------
+DSV3_SRC = ("DeepSeek-AI, DeepSeek-V3 Technical Report, arXiv:2412.19437, sec. 3.4.2 Decoding, "
+            "https://arxiv.org/abs/2412.19437, read 2026-12-01")
+DSV3_DECODE = dict(nodes=40, gpus=320, spare=64, tokens_per_expert=256)  # "usually within 256 tokens"
+DSV3_DAY6_SRC = ("DeepSeek, open-infra-index 202502OpenSourceWeek day 6, DeepSeek-V3/R1 inference system overview "
+                 "('Each deployment unit spans 18 nodes with 32 redundant routed experts'), https://github.com/"
+                 "deepseek-ai/open-infra-index/blob/main/202502OpenSourceWeek/day_6_one_more_thing_deepseekV3R1_"
+                 "inference_system_overview.md, read 2026-12-01")
+
+
+def shared_copies(E: int, k: int, n_shared: int) -> int:
+    """Copies of the shared experts when they are served as routed ones on their own GPUs (DeepSeek-V3's
+    decode: 'we treat the shared expert as a routed one ... always selected'): every token picks each
+    shared expert, k/E of the tokens pick a routed one, so ceil(E/k) copies per shared expert bring each
+    copy's load down to a routed expert's mean."""
+    return n_shared * -(-E // k)
+
+
+def redundant_layout(E: int, n: int, k: int, n_shared: int = 0) -> dict:
+    """One expert per GPU for a group of n > E GPUs: E GPUs hold the routed experts, the n - E spares hold
+    first the shared-expert copies (shared_copies, if they fit; otherwise the shared experts stay copied
+    on every GPU, as for n <= E, and `shared_on_spares` is 0), then one redundant copy each of `redundant`
+    routed experts (at most one extra copy per expert, so redundant <= E)."""
+    if n <= E:
+        raise ValueError(f"a redundant layout needs more GPUs than the {E} routed experts, got {n}")
+    spare = n - E
+    c = shared_copies(E, k, n_shared)
+    c = c if n_shared and c <= spare else 0
+    r = spare - c
+    if r > E:
+        raise ValueError(f"{n} GPUs leave {r} spares for {E} routed experts: more than one extra copy each")
+    return dict(routed=E, shared_on_spares=c, redundant=r, spare=spare)
+
+
+PLACEMENTS = ("none", "statistics", "step")
+
+
+def _redundant_cdf(T: int, k: int, E: int, r: int, placement: str):
+    """P(busiest routed-expert GPU's load <= x), x = 0..T, one expert per GPU, each expert's load an
+    independent Binomial(T, k/E) (as `busiest_expert`); an expert with a second copy splits its tokens,
+    ceil(X/2) on the busier copy, so that copy is <= x exactly when X <= 2x."""
+    if placement not in PLACEMENTS:
+        raise ValueError(f"placement must be one of {PLACEMENTS}, got {placement!r}")
+    x, pmf = _binom_pmf(T, k / E)
+    F = np.clip(np.cumsum(pmf), 0, 1)
+    F2 = F[np.minimum(2 * x, T)]
+    if placement == "none" or r == 0:
+        return F ** E                       # the spares idle: the busiest of E single experts
+    if placement == "statistics":
+        # copies chosen before the step from past loads; under a uniform router those say nothing about
+        # this step's, so any r experts: E - r singles and r halves
+        return F ** (E - r) * F2 ** r
+    # copies of this step's r busiest experts (the most r copies can buy): at most r loads exceed x and
+    # none exceeds 2x
+    return sum(math.comb(E, i) * (F2 - F) ** i * F ** (E - i) for i in range(r + 1))
+
+
+def busiest_redundant(T: int, k: int, E: int, r: int, placement: str = "statistics") -> float:
+    """Expected load of the busiest routed-expert GPU (expert-token assignments in one MoE layer) when T
+    tokens each pick k of E experts and r experts have a second copy on a spare GPU. placement: 'none'
+    (spares idle), 'statistics' (copies placed from past loads, DeepSeek-V3's 'based on the statistical
+    expert load': under a uniform router, any r experts), 'step' (copies of this step's r busiest)."""
+    return float(np.sum(1 - _redundant_cdf(T, k, E, r, placement)))
+
+
+def redundant_imbalance(T: int, k: int, E: int, n: int, n_shared: int = 0, placement: str = "statistics") -> float:
+    """Busiest GPU's load over the mean GPU's on `redundant_layout`'s n GPUs: the mean spreads all the
+    work, T(k + shared routed) assignments, over every GPU; the busiest is the larger of the busiest
+    routed-expert GPU and a shared-expert copy's ceil(T/c) tokens (exact: E[max(M, a)] = sum over x of
+    P(max > x))."""
+    lay = redundant_layout(E, n, k, n_shared)
+    c, r = lay["shared_on_spares"], lay["redundant"]
+    s = n_shared if c else 0
+    G = _redundant_cdf(T, k, E, r, placement)
+    a = -(-T * s // c) if c else 0           # tokens on the busiest shared-expert copy
+    x = np.arange(T + 1)
+    busiest = float(np.sum(np.where(x < a, 1.0, 1 - G)))
+    return busiest / (T * (k + s) / n)
+
+
+def simulate_redundant(T: int, k: int, E: int, r: int, placement: str, trials: int, seed: int = 0) -> np.ndarray:
+    """Per trial, the busiest routed-expert GPU's load under seeded uniform top-k routing, the second
+    route for `busiest_redundant` (loads drawn jointly, so without its independence approximation)."""
+    if placement not in PLACEMENTS:
+        raise ValueError(f"placement must be one of {PLACEMENTS}, got {placement!r}")
+    rng = np.random.default_rng(seed)
+    picks = draw_experts(rng, T * trials, k, E).reshape(trials, T * k)
+    loads = np.bincount((picks + E * np.arange(trials)[:, None]).ravel(), minlength=trials * E).reshape(trials, E)
+    if placement == "none" or r == 0:
+        return loads.max(axis=1)
+    if placement == "statistics":
+        doubled = np.zeros(E, dtype=bool)
+        doubled[:r] = True                   # any fixed r: the router is uniform
+        return np.maximum(loads[:, ~doubled].max(axis=1), -(-loads[:, doubled].max(axis=1) // 2))
+    ranked = -np.sort(-loads, axis=1)
+    return np.maximum(ranked[:, r] if r < E else 0, -(-ranked[:, 0] // 2))

@@ -9,7 +9,8 @@ a bare literal (a config number, inheriting the entry's source) or a table:
                    kind = "spec", note = "the 1,979 TFLOP/s headline is with 2:4 sparsity",
                    alternatives = [{ value = ..., unit = ..., source = ..., note = ... }] }
 
-`kind` is spec (a vendor or paper figure), assumption (a judgement the book makes) or measured.
+`kind` is spec (a vendor or paper figure), assumption (a judgement the book makes), measured, or
+measured-by-others (a rate someone else measured and published, beside the datasheet peak it is read against).
 Where sources disagree the primary value is the one the book uses and `alternatives` keeps the rest;
 `note` says why. The schema is checked on load, so a value without a source or a date cannot exist.
 """
@@ -24,7 +25,7 @@ from pathlib import Path
 from utils.units import Q_
 
 HERE = Path(__file__).parent
-KINDS = ("spec", "assumption", "measured")
+KINDS = ("spec", "assumption", "measured", "measured-by-others")
 _ENTRY_META = {"name", "source", "notes", "kind"}
 
 

@@ -37,7 +37,8 @@ PARAMETERS = (
     Param("model", "llama-3-405b", "the model the cluster trains: a catalog key or a config.json path",
           check="model", source="catalog: Llama-3.1-405B, the claim's model"),
     Param("n_tokens", 15.6e12, "training tokens", unit="token", source="catalog: llama-3-405b-pretraining.tokens"),
-    Param("mfu", 0.4, "model FLOPs utilisation, a fraction of the per-GPU rate the chain uses", check="fraction",
+    Param("mfu", 0.4, "model FLOPs utilisation on the 6N basis (attention and recomputed FLOPs not counted; fleet-size "
+          "converts other bases), a fraction of the per-GPU rate the chain uses", check="fraction",
           source="this book's assumption (the Llama 3 run reports 38 to 43%)"),
     Param("gpu", "h100-sxm", "the accelerator: a catalog key or a spec file", check="accelerator",
           source="catalog: H100 SXM, the claim's GPU"),

@@ -39,7 +39,8 @@ PARAMETERS = (
     Param("n_tokens", 15e12, "training tokens, D", unit="token", source="the claim (15T tokens)"),
     Param("gpu", "h100-sxm", "the accelerator: a catalog key", check="accelerator",
           source="catalog: H100 SXM, the same source's fleet paragraph"),
-    Param("mfu", 0.40, "training model FLOPs utilisation: share of the dense bf16 peak spent on 6N",
+    Param("mfu", 0.40, "training model FLOPs utilisation on the 6N basis: share of the dense bf16 peak spent on 6N "
+          "(attention and recomputation not counted; fleet-size converts other bases)",
           check="fraction", source="the same source's fleet paragraph (40% on H100); Llama 3 paper, Table 4"),
     Param("rent_usd_per_gpu_hour", 2.35, "rental rate", unit="USD/GPU/hour",
           source="catalog h100-rental.contract_1y: one-year H100 contract, March 2026 (SemiAnalysis)"),

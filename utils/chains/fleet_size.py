@@ -11,9 +11,21 @@ import numpy as np
 from utils import catalog
 from utils.chain import Chain, as_float
 from utils.chains import Result
-from utils.models import param_count
+from utils.models import attention_width, n_layers, param_count
 from utils.params import Param, ParameterError
-from utils.training import fat_tree_sizes, fleet_equation, free_headroom, next_power_of_two, rounding_orders, six_nd
+from utils.training import (
+    MFU_BASES,
+    fat_tree_sizes,
+    fleet_equation,
+    free_headroom,
+    gpt_params,
+    megatron_flops_per_token,
+    mfu_conversion,
+    mfu_to_6n,
+    next_power_of_two,
+    rounding_orders,
+    six_nd,
+)
 from utils.units import fmt, pct, q, short
 from utils.verdicts import HOLDS, UNCHECKABLE, Claim, ratio
 
@@ -25,8 +37,15 @@ PARAMETERS = (
     Param("n_tokens", 15e12, "training tokens, D", unit="token", source="the claim (15T tokens)"),
     Param("gpu", "h100-sxm", "the accelerator: a catalog key (its dense bf16 rate is the peak)",
           check="accelerator", source="catalog: the claim's H100 SXM"),
-    Param("mfu", 0.40, "model FLOPs utilisation: share of the dense bf16 peak spent on 6ND",
+    Param("mfu", 0.40, "model FLOPs utilisation, counted on the basis mfu_basis names (the default 6N: the "
+          "share of the dense bf16 peak spent on 6ND)",
           check="fraction", source="the claim's 40%; Llama-3-405B reported 38-43% on H100 (Table 4)"),
+    Param("mfu_basis", "6N", "which FLOPs the typed MFU counts: 6N (the book's), 6N+attention (PaLM's "
+          "6N + 12LHQT), 6N+causal-attention (half the attention square), hardware (8N, recomputation "
+          "counted); converted to 6N before the fleet equation", check="choice", choices=MFU_BASES,
+          source="this book's assumption: the claim's 40% is on 6N"),
+    Param("seq_len", 8192, "training sequence length T, read only by the attention-inclusive MFU bases",
+          unit="token", check="whole", source="Llama 3 paper (arXiv:2407.21783) Table 4: 8,192-token sequences"),
     Param("run_days", 30.0, "wall-clock length of the run", unit="day",
           source="this book's assumption (a month; the claim names no run length)"),
     Param("headroom", 0.15, "extra fleet, as a share of the exact count, for what is not training",
@@ -57,14 +76,20 @@ def validate(p):
 
 
 def fleet(n_params, n_tokens, gpu, mfu, run_days, headroom, gpus_per_node=8, *, peak_field="bf16_dense",
-          kind="assumption", source="parameters cell") -> Chain:
+          kind="assumption", source="parameters cell", basis=None) -> Chain:
     """The fleet equation solved for GPU count, then headroom and rounding, as a Chain.
-    gpu: a catalog key or Entry; peak_field: which of its rates is read as the peak."""
+    gpu: a catalog key or Entry; peak_field: which of its rates is read as the peak. basis: None (the MFU
+    is on 6N) or a dict of mfu_conversion's arguments (mfu_basis, n_layers, d_attn, seq_len), whose steps
+    restate the typed MFU on 6N before the fleet equation reads it."""
     accel = catalog.accelerator(gpu) if isinstance(gpu, str) else gpu
     peak = accel[peak_field]
     ch = Chain(f"Fleet size on {accel.name}")
     six_nd(ch, n_params, n_tokens, kind=kind, source=source)
     run = catalog.run(RUN)
+    if basis and basis["mfu_basis"] != "6N":
+        mfu_conversion(ch, mfu, basis["mfu_basis"], basis["n_layers"], basis["d_attn"], basis["seq_len"],
+                       source=source)
+        mfu = None                       # the chain now holds u, on 6N
     fleet_equation(ch, peak.q, mfu, run_days, peak_label=f"peak of one GPU ({peak_field.replace('_', ' ')})",
                    peak_kind=peak.kind, peak_source=peak.cite, source=source,
                    mfu_source=source if source != "parameters cell" else
@@ -104,9 +129,22 @@ def n_params_of(m) -> float:
     return param_count(m)["active"].m
 
 
+def basis_of(p) -> dict:
+    """mfu_conversion's arguments for the parameters' model and basis."""
+    return dict(mfu_basis=p.mfu_basis, n_layers=n_layers(p.model), d_attn=attention_width(p.model),
+                seq_len=p.seq_len)
+
+
+def mfu6(p) -> float:
+    """The parameters' MFU restated on the 6N basis (the figure every sweep below uses)."""
+    b = basis_of(p)
+    return mfu_to_6n(p.mfu, b["mfu_basis"], n_params_of(p.model), b["n_layers"], b["d_attn"], b["seq_len"])
+
+
 def compute(p) -> Chain:
     return fleet(n_params_of(p.model), p.n_tokens, p.gpu, p.mfu, p.run_days, p.headroom, p.gpus_per_node,
-                 kind="spec", source=f"{p.model.name}, counted from its configuration; parameters cell")
+                 kind="spec", source=f"{p.model.name}, counted from its configuration; parameters cell",
+                 basis=basis_of(p))
 
 
 # --- the Llama 3 run: layouts, MFU, reliability ----------------------------------------------------
@@ -229,12 +267,12 @@ def sparse_reading(p) -> Chain | None:
     """The same run with the sparse headline read as the peak (None where the catalog has no such rate)."""
     if "bf16_sparse" not in p.gpu:
         return None
-    return fleet(n_params_of(p.model), p.n_tokens, p.gpu, p.mfu, p.run_days, p.headroom, p.gpus_per_node,
+    return fleet(n_params_of(p.model), p.n_tokens, p.gpu, mfu6(p), p.run_days, p.headroom, p.gpus_per_node,
                  peak_field="bf16_sparse")
 
 
 def at_run_lengths(p, days=(30.0, 45.0, 60.0, 90.0, 120.0)) -> list[Chain]:
-    return [fleet(n_params_of(p.model), p.n_tokens, p.gpu, p.mfu, d, p.headroom, p.gpus_per_node)
+    return [fleet(n_params_of(p.model), p.n_tokens, p.gpu, mfu6(p), d, p.headroom, p.gpus_per_node)
             for d in sorted({*days, float(p.run_days)})]
 
 
@@ -257,7 +295,7 @@ def sensitivities(p) -> dict:
     """What changes the answer: a lower MFU, a newer chip, and the headroom that rides free in the rounding."""
     ch = compute(p)
     low = fleet(n_params_of(p.model), p.n_tokens, p.gpu, 0.30, p.run_days, p.headroom, p.gpus_per_node)
-    b200 = fleet(n_params_of(p.model), p.n_tokens, "b200", p.mfu, p.run_days, p.headroom, p.gpus_per_node)
+    b200 = fleet(n_params_of(p.model), p.n_tokens, "b200", mfu6(p), p.run_days, p.headroom, p.gpus_per_node)
     return dict(mfu_low=0.30, exact_low=low["N_gpu"], b200_name=catalog.accelerator("b200").name.split(" (")[0],
                 b200_exact=b200["N_gpu"], b200_ratio=ratio(b200["N_gpu"], ch["N_gpu"]),
                 cliff_planned=2 * ch["N_2"], free_headroom=free_headroom(ch["N_gpu"]),
@@ -302,3 +340,117 @@ def claim_texts() -> dict:
             "llama-window": fmt(ck["reliability"]["window"]), "llama-mtbi": fmt(ck["reliability"]["mtbi"]),
             "llama-gpus": fmt(ck["reliability"]["gpus"]), "llama-ett": pct(ck["reliability"]["ett"]),
             "llama-overhead": pct(ck["reliability"]["overhead"])}
+
+
+# --- which MFU: published figures restated on the book's 6N basis ------------------------------------
+PALM_RUN = "palm-540b-pretraining"
+PALM_SRC = "PaLM (Chowdhery et al., arXiv:2204.02311), Table 3 and Appendix B"
+DSV3_SRC = ("Insights into DeepSeek-V3 (DeepSeek-AI, ISCA '25, arXiv:2505.09343), Table 4, multi-plane fat-tree "
+            "column: 'TFLOPS (non-causal) 432', 'TFLOPS (causal) 385', 'MFU (non-causal) 43.73%', "
+            "'MFU (causal) 38.94%', 2,048 H800 GPUs, read 2026-12-01")
+DSV3_REPORT = ("DeepSeek-V3 Technical Report (arXiv:2412.19437), Table 1: pre-training 2,664K H800 GPU hours "
+               "on 14.8T tokens, read 2026-12-01")
+MEGATRON_SRC = ("Narayanan et al., Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM "
+                "(arXiv:2104.04473), eq. 3 (96Bslh^2(1 + s/6h + V/16lh), 'assumes activation recomputation'), "
+                "Table 1 and sec. 5.1, read 2026-12-01")
+# DeepSeek-V3 pre-training: 4K sequences (technical report sec. 4.2), the MFUs of the ISCA paper's Table 4, and
+# the report's GPU-hours for the second route. H800 has H100 SXM's dense bf16 rate: 385 / 0.3894 = 989 TFLOP/s.
+DSV3 = dict(seq_len=4096, mfu_causal=0.3894, mfu_noncausal=0.4373, gpu_hours=2.664e6, tokens=14.8e12)
+# Megatron-LM Table 1 and sec. 5.1 (A100, 312 TFLOP/s dense bf16; s = 2048, V = 51,200 for every row).
+MEGATRON_ROWS = (dict(name="GPT-3 175B on 1,024 A100s (sec. 5.1)", layers=96, hidden=12288, tflops=140.0),
+                 dict(name="1T on 3,072 A100s (Table 1)", layers=128, hidden=25600, tflops=163.0))
+MEGATRON_SEQ, MEGATRON_VOCAB = 2048, 51200
+
+
+def _palm_basis() -> tuple[float, dict]:
+    m = catalog.model(catalog.run(PALM_RUN).q("model"))
+    return n_params_of(m), dict(mfu_basis="6N+attention", n_layers=n_layers(m), d_attn=attention_width(m),
+                                seq_len=int(as_float(catalog.run(PALM_RUN).q("seq_len"), "token")))
+
+
+def palm_fleet(headroom: float = 0.0) -> Chain:
+    """PaLM's fleet from its own figures: 540B on 780B tokens at 46.2% MFU (6N + 12LHQT) on TPU v4, for the
+    compute time its throughput implies (780B tokens / 238.3K tokens/s), not its wall clock."""
+    run = catalog.run(PALM_RUN)
+    n, basis = _palm_basis()
+    days = as_float((run.q("tokens") / run.q("tokens_per_second")).to("day"), "day")
+    return fleet(n, as_float(run.q("tokens"), "token"), run.q("accelerator"), as_float(run.q("mfu")), days, headroom,
+                 4, kind="spec", source=f"{PALM_SRC}; model and run catalogs", basis=basis)
+
+
+def palm_figures() -> dict:
+    """PaLM's fleet re-derived, its MFU on 6N, the 6N-typed error, and the chip-time its wall clock spent."""
+    run = catalog.run(PALM_RUN)
+    ch = palm_fleet()
+    n, basis = _palm_basis()
+    as_6n = fleet(n, as_float(run.q("tokens"), "token"), run.q("accelerator"), as_float(run.q("mfu")),
+                  as_float(ch["T"], "day"), 0.0, 4, source="PaLM's MFU typed as if it counted 6N")
+    chip_hours = (run.q("chips") * run.q("hours_full") + run.q("chips_half") * run.q("hours_half")).to("GPU*hour")
+    compute_hours = (ch["N_gpu"] * ch["T"]).to("GPU*hour")
+    return dict(chain=ch, chips=run.q("chips").to("GPU"), mfu=as_float(run.q("mfu")), mfu6=as_float(ch["u"]),
+                exact=ch["N_gpu"], days=ch["T"], typed_as_6n=as_6n["N_gpu"], chip_hours=chip_hours,
+                compute_share=as_float(compute_hours / chip_hours, ""),
+                gap=as_float(ch["N_gpu"] / run.q("chips").to("GPU"), "") - 1)
+
+
+def deepseek_conversion() -> dict:
+    """DeepSeek-V3's causal and non-causal MFUs, each restated on 6N (two counts of one run must agree),
+    and the MFU its GPU-hours imply on 6N (a second route)."""
+    m = catalog.model("deepseek-v3")
+    n, L, d = n_params_of(m), n_layers(m), attention_width(m)
+    T = DSV3["seq_len"]
+    causal = mfu_to_6n(DSV3["mfu_causal"], "6N+causal-attention", n, L, d, T)
+    noncausal = mfu_to_6n(DSV3["mfu_noncausal"], "6N+attention", n, L, d, T)
+    peak = catalog.accelerator("h100-sxm").q("bf16_dense")
+    hours = q(DSV3["gpu_hours"], "GPU*hour")
+    from_hours = as_float(q(6 * n * DSV3["tokens"], "FLOP") / (hours * peak / q(1, "GPU")), "")
+    return dict(n=n, layers=L, d_attn=d, seq_len=T, causal=causal, noncausal=noncausal, from_hours=from_hours,
+                typed_error=1 - causal / DSV3["mfu_causal"])
+
+
+def megatron_conversion() -> list[dict]:
+    """Megatron-LM's per-GPU TFLOP/s (eq. 3, recomputation counted) as MFU on A100's peak, then on 6N, beside
+    the 8N shortcut of the 'hardware' basis."""
+    peak = as_float(catalog.accelerator("a100-sxm-80gb").q("bf16_dense"), "TFLOP/s")
+    rows = []
+    for r in MEGATRON_ROWS:
+        n = gpt_params(r["layers"], r["hidden"], MEGATRON_VOCAB)
+        f = megatron_flops_per_token(r["layers"], r["hidden"], MEGATRON_SEQ, MEGATRON_VOCAB)
+        printed = r["tflops"] / peak
+        rows.append(dict(**r, n=n, printed=printed, mfu6=printed * 6 * n / f, via_8n=mfu_to_6n(printed, "hardware", n),
+                         ratio=f / (6 * n)))
+    return rows
+
+
+def conversion_table() -> list[tuple]:
+    """The page's table: (run, figure as published, its basis, on 6N, how much too small a fleet the figure
+    typed as a 6N MFU would plan: 1 - u_6N / u_typed)."""
+    pf, ds = palm_figures(), deepseek_conversion()
+    rows = [("PaLM 540B, 6,144 TPU v4 (Table 3)", pct(pf["mfu"]), "6N + 12LHQT", pct(pf["mfu6"]),
+             pct(1 - pf["mfu6"] / pf["mfu"])),
+            ("DeepSeek-V3, 2,048 H800 (ISCA Table 4)", pct(DSV3["mfu_causal"], 4), "6N + causal attention",
+             pct(ds["causal"]), pct(1 - ds["causal"] / DSV3["mfu_causal"])),
+            ("DeepSeek-V3, same run, non-causal count", pct(DSV3["mfu_noncausal"], 4), "6N + 12LHQT",
+             pct(ds["noncausal"]), pct(1 - ds["noncausal"] / DSV3["mfu_noncausal"]))]
+    for r in megatron_conversion():
+        rows.append((f"Megatron-LM {r['name']}", f"{r['tflops']:.0f} TFLOP/s = {pct(r['printed'])}",
+                     "96Bslh^2(1 + s/6h + V/16lh), recomputation", pct(r["mfu6"]), pct(1 - r["mfu6"] / r["printed"])))
+    return rows
+
+
+def basis_texts() -> dict:
+    """The which-MFU section's numbers for the prose."""
+    pf, ds, mg = palm_figures(), deepseek_conversion(), megatron_conversion()
+    return {"palm-chips": fmt(pf["chips"]), "palm-mfu": pct(pf["mfu"]), "palm-mfu6": pct(pf["mfu6"]),
+            "palm-days": fmt(pf["days"]), "palm-exact": fmt(pf["exact"]), "palm-gap": pct(abs(pf["gap"]), 2),
+            "palm-typed": fmt(pf["typed_as_6n"]), "palm-chip-hours": fmt(pf["chip_hours"].to("GPU*hour")),
+            "palm-compute-share": pct(pf["compute_share"]),
+            "ds-causal": pct(DSV3["mfu_causal"], 4), "ds-noncausal": pct(DSV3["mfu_noncausal"], 4),
+            "ds-6n-causal": pct(ds["causal"]), "ds-6n-noncausal": pct(ds["noncausal"]),
+            "ds-hours-mfu": pct(ds["from_hours"]), "ds-seq": fmt(q(ds["seq_len"], "token")),
+            "ds-error": pct(ds["typed_error"]), "ds-dattn": f"{ds['d_attn']:,}",
+            "mg-lo": f"{mg[0]['tflops']:.0f}", "mg-hi": f"{mg[1]['tflops']:.0f}",
+            "mg-6n-lo": pct(mg[0]["mfu6"]), "mg-6n-hi": pct(mg[1]["mfu6"]),
+            "mg-printed-hi": pct(mg[1]["printed"]), "mg-8n-hi": pct(mg[1]["via_8n"]),
+            "mg-error-hi": pct(1 - mg[1]["mfu6"] / mg[1]["printed"]),
+            "mg-error-lo": pct(1 - mg[0]["mfu6"] / mg[0]["printed"]), "palm-typed-error": pct(1 - pf["mfu6"] / pf["mfu"])}

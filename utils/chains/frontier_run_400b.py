@@ -50,7 +50,8 @@ PARAMETERS = (
     Param("gpu", "h100-sxm", "the accelerator: a catalog key (dense bf16 peak and HBM)", check="accelerator",
           source="catalog: the claim's H100"),
     Param("n_gpus", 16384, "GPUs in the job", unit="GPU", check="whole", source="the claim (16,384 H100s)"),
-    Param("mfu", 0.40, "model FLOPs utilisation: share of the dense bf16 peak spent on 6ND", check="fraction",
+    Param("mfu", 0.40, "model FLOPs utilisation on the 6N basis: share of the dense bf16 peak spent on 6ND (attention "
+          "and recomputation not counted; fleet-size converts other bases)", check="fraction",
           source="the same source's fleet paragraph (40% on H100); Llama-3-405B reported 38-43% (Table 4)"),
     Param("global_batch_tokens", 16e6, "tokens per optimizer step", unit="token",
           source="Llama 3 paper sec. 3.4.1: the final pre-training batch"),

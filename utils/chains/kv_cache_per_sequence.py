@@ -183,21 +183,28 @@ def gqa_models() -> list[str]:
     return [k for k in catalog.keys("model") if not is_mla(catalog.model(k))]
 
 
+def head_dim_cell(m) -> str:
+    """How the head width comes out of the config: hidden_size / heads (Llama, Qwen2.5), or a head_dim field
+    of its own that differs from that quotient (Qwen3, gpt-oss, PaLM)."""
+    d, h, hd = cfg(m, "d_model"), cfg(m, "n_heads"), cfg(m, "head_dim")
+    return f"{d} / {h} = {hd}" if d // h == hd else f"{hd} (`head_dim`; {d} / {h} would be {d // h})"
+
+
 def config_table() -> str:
-    """The four numbers for each grouped-query model of the catalog (head_dim = hidden_size / heads)."""
+    """The four numbers for each grouped-query model of the catalog."""
     rows = []
     for k in gqa_models():
         m = catalog.model(k)
         rows.append([m.name, str(cfg(m, "n_layers")), str(cfg(m, "n_heads")), f"**{cfg(m, 'n_kv_heads')}**",
-                     f"{cfg(m, 'd_model')} / {cfg(m, 'n_heads')} = {cfg(m, 'head_dim')}", str(m.q("weights_dtype")),
-                     str(cfg(m, "n_heads") // cfg(m, "n_kv_heads"))])
+                     head_dim_cell(m), str(m.q("weights_dtype")), str(cfg(m, "n_heads") // cfg(m, "n_kv_heads"))])
     return table(["model", "`num_hidden_layers` $L$", "`num_attention_heads` $H_q$", "`num_key_value_heads` $H_{kv}$",
-                  "`hidden_size / num_attention_heads` $d_h$", "`torch_dtype`", "query heads per KV head"], rows)
+                  "head width $d_h$", "`torch_dtype`", "query heads per KV head"], rows)
 
 
 def head_dims_consistent() -> bool:
-    return all(cfg(catalog.model(k), "head_dim") == cfg(catalog.model(k), "d_model") // cfg(catalog.model(k), "n_heads")
-               for k in gqa_models())
+    """Every head width is hidden_size / heads, or the catalog says where its own head_dim comes from."""
+    return all(cfg(m, "head_dim") == cfg(m, "d_model") // cfg(m, "n_heads") or m["head_dim"].note
+               for m in map(catalog.model, gqa_models()))
 
 
 def page_glue(p, ch) -> dict:

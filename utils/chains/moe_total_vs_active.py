@@ -4,7 +4,9 @@ For a mixture of experts, weight bytes and training state are counted over every
 FLOPs per token over the active ones, so the GPUs a "1T" model needs for storage and for compute come
 apart by the total-to-active ratio. The expert-parallel layout (utils.moe.slot_layout), the all-to-all
 bytes per token (utils.moe.alltoall_bytes_per_token), why the group stays inside one NVLink domain, and
-the imbalance a uniform router already leaves (utils.moe.imbalance).
+the imbalance a uniform router already leaves (utils.moe.imbalance). A group wider than the routed experts
+(DeepSeek-V3's EP320 decode) holds one expert per GPU and puts the shared expert's copies and redundant
+routed copies on the spare GPUs (utils.moe.redundant_layout); its imbalance is utils.moe.redundant_imbalance.
 """
 from __future__ import annotations
 
@@ -75,16 +77,44 @@ def validate(p) -> None:
         raise ParameterError(f"top_k_override must be 0 or a whole number of experts up to {E}, got {p.top_k_override}")
     if p.n_gpus_ep < 2:
         raise ParameterError(f"n_gpus_ep must be >= 2 (an all-to-all needs a second GPU), got {p.n_gpus_ep}")
-    if p.n_gpus_ep > E:
-        raise ParameterError(f"n_gpus_ep={p.n_gpus_ep} exceeds the {E} routed experts of {p.model.key}: some GPUs "
-                             "would hold no expert")
+    if p.n_gpus_ep > E:   # one expert per GPU, the spares hold copies (DeepSeek-V3's EP320 decode)
+        x, k = moe.experts(p.model), p.top_k_override or moe.experts(p.model)["k"]
+        try:
+            moe.redundant_layout(E, p.n_gpus_ep, k, shared_experts(p.model))
+        except ValueError as e:
+            raise ParameterError(f"n_gpus_ep={p.n_gpus_ep} for the {x['E']} routed experts of {p.model.key}: {e}") \
+                from None
 
 
 def moe_spec(m, top_k: int = 0) -> dict:
     """The counts the chain needs from a catalog MoE, with its experts per token replaced when top_k > 0."""
     c, x = models.param_count(m), moe.experts(m)
     return dict(name=name(m), key=m.key, N_tot=c["total"], N_a0=c["active"], k0=x["k"], k=top_k or x["k"],
-                E=x["E"], L_m=x["L_moe"], d=x["d"], P_e=q(x["P_e"], "parameter"))
+                E=x["E"], L_m=x["L_moe"], d=x["d"], P_e=q(x["P_e"], "parameter"), S=shared_experts(m))
+
+
+def shared_experts(m) -> int:
+    """Shared experts per MoE layer (0 for Mixtral and Qwen3-MoE); each the size of a routed one."""
+    return int(m.q("n_shared_experts").m) if "n_shared_experts" in m else 0
+
+
+def layout(spec: dict, n_ep: int) -> dict:
+    """Where the experts go: whole-expert slots for n <= E (utils.moe.slot_layout); one expert per GPU with
+    the spares holding shared-expert copies and redundant routed copies for n > E (utils.moe.redundant_layout,
+    DeepSeek-V3's decode)."""
+    E = spec["E"]
+    if n_ep <= E:
+        return dict(routed=E, shared_on_spares=0, redundant=0, spare=0)
+    return moe.redundant_layout(E, n_ep, spec["k"], spec.get("S", 0))
+
+
+def router_imbalance(spec: dict, n_ep: int, tokens: int, placement: str = "statistics") -> float:
+    """rho for the layout: utils.moe.imbalance for n <= E; utils.moe.redundant_imbalance (the shared copies,
+    the redundant copies placed from past loads) for n > E."""
+    if n_ep <= spec["E"]:
+        return moe.imbalance(tokens, spec["k"], spec["E"], n_ep)
+    s = spec.get("S", 0) if layout(spec, n_ep)["shared_on_spares"] else 0
+    return moe.redundant_imbalance(tokens, spec["k"], spec["E"], n_ep, s, placement)
 
 
 def dense_spec(n_params: float, label: str) -> dict:
@@ -152,7 +182,17 @@ def plan(spec: dict, acc, b_w: float, tps: float, u: float, n_ep: int, *, source
     ch.given("E_r", spec["E"], "routed experts per MoE layer", kind="spec", source=f"{spec['key']}.n_routed_experts")
     ch.given("n", n_ep, "GPUs in the expert-parallel group", kind="assumption", source=source)
     ch.step("s", "ceiling(E_r/n)", "", "expert slots per GPU per layer (utils.moe.slot_layout)")
-    ch.step("N_rep", "N_tot - L_m*E_r*P_e", "parameter", "everything but the routed experts: copied to each GPU")
+    lay = layout(spec, n_ep)
+    n_sh = spec.get("S", 0) if lay["shared_on_spares"] else 0
+    ch.given("S_sp", n_sh, "shared experts served as routed ones, on spare GPUs (n > E_r only)", kind="derived",
+             source="utils.moe.redundant_layout; " + moe.DSV3_SRC)
+    ch.given("c_sh", lay["shared_on_spares"], "spare GPUs holding shared-expert copies", kind="derived",
+             source="utils.moe.shared_copies: ceiling(E_r/k) per shared expert")
+    ch.given("n_red", lay["redundant"], "spare GPUs holding a redundant copy of a routed expert", kind="derived",
+             source="utils.moe.redundant_layout: n - E_r - c_sh; the count DeepSeek's production layout keeps: "
+                    + moe.DSV3_DAY6_SRC)
+    ch.step("N_rep", "N_tot - L_m*(E_r + S_sp)*P_e", "parameter",
+            "everything but the routed (and spare-hosted shared) experts: copied to each GPU")
     ch.step("W_g", "(N_rep + s*L_m*P_e)*b_w", "GB", "weights on each GPU of the group")
     # --- the all-to-all: each token's hidden state to its k experts and back, per MoE layer ---
     ch.given("d", spec["d"], "hidden size: elements per token on the wire", kind="spec", source=f"{spec['key']}.d_model")
@@ -161,7 +201,8 @@ def plan(spec: dict, acc, b_w: float, tps: float, u: float, n_ep: int, *, source
     ch.given("b_c", q(moe.COMBINE_BYTES, "byte"), "bytes per hidden element, combined (bf16)",
              kind="assumption", source=moe.DEEPEP_SRC)
     ch.given("tok", q(1, "token"), "one token", kind="spec", source="per token")
-    ch.step("A_0", "L_m*k*d*(b_d + b_c)/tok", "MB/token", "bytes per token, dispatch + combine, over all MoE layers")
+    ch.step("A_0", "L_m*(k + S_sp)*d*(b_d + b_c)/tok", "MB/token",
+            "bytes per token, dispatch + combine, over all MoE layers (a spare-hosted shared expert travels too)")
     ch.step("A", "A_0*(n - 1)/n", "MB/token", "of which leave the token's GPU (utils.moe.alltoall_bytes_per_token)")
     ch.given("n_dom", moe.nvlink_domain(acc), "GPUs in one NVLink domain", kind="spec",
              source=f"{acc.q('scaleup_link')} catalog notes")
@@ -174,15 +215,16 @@ def plan(spec: dict, acc, b_w: float, tps: float, u: float, n_ep: int, *, source
     # --- one step: T_g tokens per GPU; the busiest GPU sets the pace ---
     ch.given("T_g", q(STEP_TOKENS, "token/GPU"), "tokens per GPU in one step", kind="assumption",
              source="this book's assumption: a large decode batch or a small prefill chunk; the ratios below do not depend on it")
-    ch.given("rho", moe.imbalance(STEP_TOKENS * n_ep, spec["k"], spec["E"], n_ep),
+    ch.given("rho", router_imbalance(spec, n_ep, STEP_TOKENS * n_ep),
              "busiest GPU's load over the mean, uniform routing", kind="derived",
-             source="utils.moe.imbalance: expected maximum of the group's loads (see Router imbalance)")
+             source="utils.moe.imbalance: expected maximum of the group's loads (see Router imbalance)" if n_ep <= spec["E"]
+             else "utils.moe.redundant_imbalance: copies placed from past loads (see Redundant experts)")
     ch.step("t_f", "T_g*F/(u*R)", "ms", "forward FLOPs of one step on one GPU")
     ch.step("t_a", "rho*T_g*Max(A_nv/BW_nv, A_x/BW_x)", "ms", "all-to-all bytes of the step, busiest GPU")
     ch.step("t_ib", "rho*T_g*A/BW_x", "ms", "the same bytes if every one crossed the scale-out NIC")
     ch.step("r_a", "t_a/t_f", "", "all-to-all over compute, this layout")
     ch.step("r_ib", "t_ib/t_f", "", "all-to-all over compute, all over the scale-out NIC")
-    ch.step("R_in", "rho*T_g*k*d*b_d*(n - 1)/n/tok", "MB/GPU", "dispatch bytes the busiest GPU receives per MoE layer")
+    ch.step("R_in", "rho*T_g*(k + S_sp)*d*b_d*(n - 1)/n/tok", "MB/GPU", "dispatch bytes the busiest GPU receives per MoE layer")
     return ch
 
 
@@ -516,3 +558,73 @@ def exercises(p) -> dict:
             "ex1-s": fmt(ex1["S_tr"]), "ex1-gs": fmt(ex1["G_s"]), "ex1-gc": fmt(dense_reading(p)["G_c"]),
             "ex2-gw": fmt(ex2["G_w"]), "ex2-w": fmt(ex2["W"].to("GB")), "ex2-gc": fmt(ex2["G_c"]),
             "ex2-f": fmt(ex2["F"]), "ex2-a": fmt(ex2["A"]), "ex3-s": f"{hi:,} tokens"}
+
+
+# --- redundant experts: DeepSeek-V3's EP320 decode ---------------------------------------------
+DSV3_QUOTE = ("The minimum deployment unit of the decoding stage consists of 40 nodes with 320 GPUs. [...] For the "
+              "MoE part, each GPU hosts only one expert, and 64 GPUs are responsible for hosting redundant experts "
+              "and shared experts.")
+DAY6_QUOTE = ("\u201cEach deployment unit spans 18 nodes with 32 redundant routed experts\u201d (DeepSeek's "
+              "inference-system overview, open-infra-index, February 2025)")
+# DeepSeek served on H800s: an H100 with its NVLink cut down, the same 400 Gb/s InfiniBand NIC per GPU. The
+# catalog has no H800, so the section prices the H100 SXM and shows the NVLink term again at the report's own
+# H800 figure (sec. 3.2.2: "NVLink offers a bandwidth of 160 GB/s, roughly 3.2 times that of IB (50 GB/s)").
+H800_NVLINK = q(160, "GB/s")
+EP320 = dict(model="deepseek-v3", gpu="h100-sxm", b_w=1.0)
+
+
+def ep320() -> dict:
+    """DeepSeek-V3's decode layout worked through: the slots, the redundancy's effect on rho at the report's
+    decode step, and the chain at n = 320 with its cross-node all-to-all."""
+    d = moe.DSV3_DECODE
+    spec = moe_spec(catalog.model(EP320["model"]))
+    E, k, n = spec["E"], spec["k"], d["gpus"]
+    lay = layout(spec, n)
+    T = d["tokens_per_expert"] * E // k          # a step that gives each routed expert its 256 tokens on average
+    rows = {pl: (moe.busiest_redundant(T, k, E, lay["redundant"], pl), router_imbalance(spec, n, T, pl))
+            for pl in moe.PLACEMENTS}
+    ch = plan(spec, catalog.accelerator(EP320["gpu"]), EP320["b_w"], CHECK["tps"], CHECK["u"], n, source="the section")
+    return dict(spec=spec, layout=lay, T=T, rows=rows, ch=ch, n=n, nodes=d["nodes"], spare=d["spare"])
+
+
+def ep320_section() -> tuple[dict, str]:
+    x = ep320()
+    spec, lay, ch, T, rows = x["spec"], x["layout"], x["ch"], x["T"], x["rows"]
+    E, k, S = spec["E"], spec["k"], spec["S"]
+    mean_e = T * k / E
+    labels = {"none": "spares idle (no redundant copies)",
+              "statistics": "copies placed from past loads (DeepSeek-V3's rule)",
+              "step": "copies of this step's busiest experts (the bound)"}
+    table_rows = [[labels[pl], f"{busiest:.1f}", f"{busiest / mean_e:.3f}", f"{rho:.3f}"]
+                  for pl, (busiest, rho) in rows.items()]
+    # the wire at the report's step: T tokens over the n GPUs, each token's bytes split by the chain's shares
+    tok_gpu = q(T / x["n"], "token")
+    t_nv = (tok_gpu * ch["A_nv"] / ch["BW_nv"] / q(1, "GPU")).to("ms")
+    t_x = (tok_gpu * ch["A_x"] / ch["BW_x"] / q(1, "GPU")).to("ms")
+    t_nv_h800 = (tok_gpu * ch["A_nv"] / H800_NVLINK).to("ms")
+    rho_stat = rows["statistics"][1]
+    t_f = (tok_gpu * ch["t_f"] / ch["T_g"] / q(1, "GPU")).to("ms")
+    ratio = as_float(rho_stat * max(t_nv, t_x) / t_f, "")
+    glue = {"ep320-quote": DSV3_QUOTE, "ep320-section": "section 3.4.2, Decoding", "ep320-day6": DAY6_QUOTE,
+            "ep320-h800-section": "section 3.2.2",
+            "ep320-dom": count(as_float(ch["n_dom"]), "GPU"), "ep320-gpus": count(x["n"], "GPU"),
+            "ep320-nodes": count(x["nodes"], "node"),
+            "ep320-spare": count(x["spare"], "GPU"), "ep320-routed": str(E), "ep320-k": str(k),
+            "ep320-k1": str(k + S), "ep320-shared-copies": count(lay["shared_on_spares"], "GPU"),
+            "ep320-redundant": count(lay["redundant"], "GPU"), "ep320-ek": num(E / k),
+            "ep320-per-expert": f"{moe.DSV3_DECODE['tokens_per_expert']:,} tokens",
+            "ep320-step": f"{T:,} tokens", "ep320-mean-e": num(mean_e),
+            "ep320-mean-gpu": num(T * (k + S) / x["n"]),
+            "ep320-rho-none": f"{rows['none'][1]:.3f}", "ep320-rho-stat": f"{rows['statistics'][1]:.3f}",
+            "ep320-rho-step": f"{rows['step'][1]:.3f}",
+            "ep320-buy-stat": pct(1 - rows["statistics"][0] / rows["none"][0], 2),
+            "ep320-buy-step": pct(1 - rows["step"][0] / rows["none"][0]),
+            "ep320-wg": fmt(ch["W_g"]), "ep320-a2a": fmt(ch["A"]),
+            "ep320-ib-share": pct(as_float(ch["A_x"] / ch["A"], "")),
+            "ep320-t-nv": fmt(t_nv), "ep320-t-x": fmt(t_x), "ep320-step-gpu": fmt(tok_gpu),
+            "ep320-nv-x": f"{num(as_float(t_x / t_nv, ''))} x", "ep320-h800-nv": fmt(H800_NVLINK),
+            "ep320-h800-t": fmt(t_nv_h800), "ep320-h800-x": f"{num(as_float(t_x / t_nv_h800, ''))} x",
+            "ep320-ra": pct(ratio), "ep320-gpu": name(catalog.accelerator(EP320["gpu"])),
+            "ep320-ib": catalog.interconnect(SCALE_OUT).name}
+    return glue, table(["placement of the spare GPUs' copies", "busiest routed GPU (assignments)",
+                        "over a routed expert's mean", "$\\rho$ over all GPUs"], table_rows)

@@ -55,7 +55,8 @@ PARAMETERS = (
     Param("global_batch_tokens", 16777216.0, "tokens per optimizer step (2**24)", unit="token",
           source="Llama 3 paper, Table 4 row 2: DP x sequences per DP group x sequence length"),
     Param("micro_batch", 1, "sequences per micro-batch", check="whole", source="this book's assumption"),
-    Param("mfu", 0.40, "model FLOPs utilisation: share of the dense bf16 peak spent on 6ND", check="fraction",
+    Param("mfu", 0.40, "model FLOPs utilisation on the 6N basis: share of the dense bf16 peak spent on 6ND (attention "
+          "and recomputation not counted; fleet-size converts other bases)", check="fraction",
           source=MFU_SRC),
     Param("fabric", "ib-ndr", "interconnect catalog key: the scale-out fabric, one port per GPU",
           check="interconnect", source="catalog: InfiniBand NDR (the run's RoCE has the same rate per port)"),

@@ -78,14 +78,16 @@ PARAMETERS = (
     Param("passage_tokens", 128, "tokens per passage", unit="token", check="whole", source=PASSAGE_SOURCE),
     Param("question_tokens", 32, "tokens per question", unit="token", check="whole", source=QUESTION_SOURCE),
     Param("answer_tokens", 128, "tokens per answer", unit="token", check="whole", source=ANSWER_SOURCE),
-    Param("mfu_prefill", 0.5, "answer model's utilisation of the dense bf16 rate when compute-bound", check="fraction",
+    Param("mfu_prefill", 0.5, "answer model's utilisation of the dense bf16 rate when compute-bound, counting 2N per "
+          "token plus causal attention (the chain's prefill FLOPs)", check="fraction",
           source=MFU_SOURCE),
     Param("cache_hit_rate", 0.7, "share of queries the semantic answer cache answers", check="share",
           source="the claim's own two numbers: one less sixty over two hundred; " + SEMANTIC_SOURCE),
     Param("rerank_candidates", 100, "ANN candidates the cross-encoder scores per query", check="whole",
           source=CANDIDATES_SOURCE),
     Param("tpot_s", 0.04, "time per output token the answer model must stream at", unit="s", source=SLO_SOURCE),
-    Param("mfu_encoder", 0.4, "embedder's and reranker's utilisation of the dense bf16 rate", check="fraction",
+    Param("mfu_encoder", 0.4, "embedder's and reranker's utilisation of the dense bf16 rate, counting 2N per token "
+          "plus attention (the chain's encoder FLOPs)", check="fraction",
           source=MFU_ENC_SOURCE),
     Param("corpus_passages", 1e9, "passages in the vector index", source=CORPUS_SOURCE),
     Param("embedding_dim", 1024, "dimensions per embedding", check="whole", source=ENCODER_SOURCE),

@@ -51,7 +51,8 @@ PARAMETERS = (
           check="whole", source="this book's assumption: two 8k sequences per GPU"),
     Param("micro_batches", 1, "forward-backward passes per step (gradient accumulation)", check="whole",
           source="this book's assumption"),
-    Param("mfu", 0.40, "model FLOPs utilisation: the share of the dense bf16 peak spent on 6ND",
+    Param("mfu", 0.40, "model FLOPs utilisation on the 6N basis: the share of the dense bf16 peak spent on 6ND "
+          "(attention and recomputation not counted; fleet-size converts other bases)",
           check="fraction", source=MFU_SRC),
     Param("bucket_mib", 25.0, "gradient bucket, MiB (one all-reduce per bucket)", unit="MiB", source=DDP_SRC),
     Param("step_latency_nvlink_us", 3.4, "latency of one ring step over NVLink, microseconds", unit="us",

@@ -34,7 +34,8 @@ PARAMETERS = (
           source="this book's assumption"),
     Param("actor_gpus_per_replica", 8, "GPUs holding one actor copy of the model (tensor parallel, one node)",
           unit="GPU", check="whole", source="this book's assumption (one HGX node)"),
-    Param("mfu", 0.4, "learner model FLOPs utilisation", check="fraction",
+    Param("mfu", 0.4, "learner model FLOPs utilisation on the 6N basis (attention and recomputation not "
+          "counted)", check="fraction",
           source="this book's assumption; Llama 3 pre-training reports 0.38 to 0.43 (catalog: llama-3-405b-pretraining)"),
     Param("link", "ib-ndr", "the scale-out fabric, one NIC per GPU", check="interconnect",
           source="catalog: InfiniBand NDR"),

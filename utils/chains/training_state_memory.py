@@ -19,7 +19,7 @@ from utils.chains import Result
 from utils.collectives import data_parallel_bytes, tensor_parallel_bytes
 from utils.models import n_layers, param_count
 from utils.params import Param, ParameterError
-from utils.training import flops_per_parameter_token
+from utils.training import ZERO_STAGE_NAMES, ZERO_STAGES, flops_per_parameter_token, zero_bytes_per_param, zero_comm_volume
 from utils.units import fmt, num, pct, q, short
 from utils.verdicts import HOLDS, WRONG, Claim, sig_fig_tolerance, within
 
@@ -41,8 +41,14 @@ PARAMETERS = (
           source="this book's assumption"),
     Param("fabric", "ib-ndr", "interconnect catalog key: the scale-out fabric, one port per GPU",
           check="interconnect", source="catalog: InfiniBand NDR"),
-    Param("mfu", 0.40, "model FLOPs utilisation: the share of the dense bf16 peak spent on 6ND",
+    Param("mfu", 0.40, "model FLOPs utilisation on the 6N basis: the share of the dense bf16 peak spent on 6ND "
+          "(attention and recomputed FLOPs not counted; see fleet-size, Which MFU)",
           check="fraction", source="assumption: Llama 3 405B reported 38-43% MFU on H100 (arXiv:2407.21783, Table 4)"),
+    Param("zero_stage", 3, "ZeRO stage of the data-parallel group: 0 replicates everything, 1 partitions the "
+          "optimizer states, 2 also the gradients, 3 also the weights (FSDP's full sharding)", check="choice",
+          choices=ZERO_STAGES, source="ZeRO (arXiv:1910.02054) sec. 5; stage 3 is the FSDP layout this page sizes"),
+    Param("dp_degree", 64, "data-parallel degree N_d: GPUs the ZeRO partitions are spread over", check="whole",
+          source="ZeRO (arXiv:1910.02054) Figure 1's example, N_d = 64"),
 )
 REFUSED = {name: "the parameter count, layers and width all follow from model= (a catalog key or a "
                  "config.json); set model instead, so no result mixes two architectures"
@@ -59,6 +65,8 @@ RESULTS = (
     Result("fabric_ridge_tokens", "token", "Tokens per node-pass at which FSDP's traffic hides", of="T_star"),
     Result("pipeline_bubble", "", "Pipeline bubble, share of the step (1F1B)", of="beta", percent=True),
     Result("pipeline_overhead", "", "Pipeline bubble over compute time", of="o_P", percent=True),
+    Result("zero_state_per_gpu", "GB", "Model state per GPU at the ZeRO stage and data-parallel degree", of="s_z"),
+    Result("zero_traffic_per_gpu", "GB", "ZeRO data-parallel traffic per GPU per step (bf16)", of="V_z"),
 )
 
 ZERO_SRC = ("Rajbhandari et al., ZeRO: Memory Optimizations Toward Training Trillion Parameter Models, "
@@ -204,7 +212,80 @@ def compute(p) -> Chain:
     ch = plan(architecture(p.model), p.bytes_per_param, p.gpu, p.gpus_per_node, p.hbm_usable,
               p.micro_batch_tokens, p.tokens_per_step, p.fleet_nodes, p.fabric, p.mfu,
               source=f"{p.model.name}, counted from its configuration")
-    return with_nodes(ch)
+    return zero_steps(with_nodes(ch), p.zero_stage, p.dp_degree)
+
+
+# --- ZeRO stages: the model states per GPU, and what each stage adds to the wire ---------------------
+ZERO_FIGURE = ("Rajbhandari et al., ZeRO: Memory Optimizations Toward Training Trillion Parameter Models, SC20 "
+               "(arXiv:1910.02054), Figure 1: Psi = 7.5B, N_d = 64, K = 12; baseline 120GB, P_os 31.4GB, "
+               "P_os+g 16.6GB, P_os+g+p 1.9GB per device, read 2026-12-01")
+ZERO_PAPER = dict(n_params=7.5e9, dp_degree=64, k=12, printed={0: 120.0, 1: 31.4, 2: 16.6, 3: 1.9})
+ZERO_FORMULAS = {0: "(b_w + b_g + K_o)*N", 1: "(b_w + b_g)*N + K_o*N/N_d", 2: "b_w*N + (b_g + K_o)*N/N_d",
+                 3: "(b_w + b_g + K_o)*N/N_d"}
+ZERO_16BIT = 2            # bytes per bf16 weight and per bf16 gradient in ZeRO's count (2 Psi + 2 Psi)
+
+
+def zero_steps(ch: Chain, stage: int, dp_degree: int) -> Chain:
+    """The model states one GPU holds at ZeRO `stage` over N_d data-parallel GPUs, and its traffic per step.
+    K, the optimizer bytes per parameter, is what the state b leaves after the 16-bit weights and gradients."""
+    ch.given("z", stage, ZERO_STAGE_NAMES[stage], kind="assumption", source="parameters cell")
+    ch.given("N_d", dp_degree, "data-parallel degree (GPUs the partitions spread over)", kind="assumption",
+             source="parameters cell")
+    ch.given("b_w", q(ZERO_16BIT, "byte/parameter"), "bf16 weights per parameter", kind="spec", source=ZERO_SRC)
+    ch.given("b_g", q(ZERO_16BIT, "byte/parameter"), "bf16 gradients per parameter", kind="spec", source=ZERO_SRC)
+    ch.step("K_o", "b - b_w - b_g", "byte/parameter", "optimizer state per parameter, K (fp32 master, m, v)")
+    ch.step("s_z", ZERO_FORMULAS[stage], "GB", f"model state per GPU, {ZERO_STAGE_NAMES[stage]}")
+    ch.given("c_z", q(zero_comm_volume(stage), ""), "parameter volumes moved per step (2 all-reduce; 3 at stage 3)",
+             kind="spec", source=ZERO_SRC)
+    ch.step("V_z", "c_z*b_w*N", "GB", "data-parallel traffic per GPU per step")
+    return ch
+
+
+def zero_table(n_params, dp_degree, bytes_per_param=16.0) -> list[dict]:
+    """Each stage's bytes per parameter and per GPU, and its traffic against the baseline's all-reduce."""
+    k = bytes_per_param - 2 * ZERO_16BIT
+    return [dict(stage=s, name=ZERO_STAGE_NAMES[s], per_param=zero_bytes_per_param(s, dp_degree, k),
+                 per_gpu=q(zero_bytes_per_param(s, dp_degree, k) * n_params, "byte").to("GB"),
+                 traffic=zero_comm_volume(s) / zero_comm_volume(0)) for s in ZERO_STAGES]
+
+
+def zero_paper_check() -> list[dict]:
+    """ZeRO's Figure 1 re-derived from its own inputs, each stage against the printed GB (the rounding of the
+    printed figure: half a unit in its last digit)."""
+    z = ZERO_PAPER
+    rows = zero_table(z["n_params"], z["dp_degree"], 2 * ZERO_16BIT + z["k"])
+    for r in rows:
+        printed = z["printed"][r["stage"]]
+        r["printed"] = q(printed, "GB")
+        r["tolerance"] = q(0.5 if printed >= 100 else 0.05, "GB")
+        r["holds"] = abs(r["per_gpu"].m - printed) <= r["tolerance"].m
+    return rows
+
+
+def zero_curves(n_params, bytes_per_param=16.0, degrees=None) -> dict:
+    """Model state per GPU (GB) against the data-parallel degree, one curve per stage (the figure)."""
+    degrees = np.unique(np.round(np.geomspace(1, 1024, 61))).astype(int) if degrees is None else np.asarray(degrees)
+    k = bytes_per_param - 2 * ZERO_16BIT
+    return dict(degrees=degrees, curves={s: np.array([zero_bytes_per_param(s, int(n), k) * n_params / 1e9
+                                                      for n in degrees]) for s in ZERO_STAGES})
+
+
+def zero_texts(p, ch: Chain) -> dict:
+    """The ZeRO section's numbers for the prose."""
+    n = architecture(p.model)["n_params"]
+    rows, paper = zero_table(n, p.dp_degree, p.bytes_per_param), zero_paper_check()
+    hbm = p.gpu.q("hbm_capacity") * p.hbm_usable
+    fits = [r["stage"] for r in rows if r["per_gpu"] <= hbm]
+    return {"z-stage": ZERO_STAGE_NAMES[p.zero_stage], "z-nd": f"{p.dp_degree:,}", "z-sz": fmt(ch["s_z"]),
+            "z-k": fmt(ch["K_o"]), "z-vz": fmt(ch["V_z"]), "z-hbm": fmt(hbm.to("GB")),
+            "z-fits": ("stage " + ", ".join(str(s) for s in fits)) if fits else "no stage",
+            "z-s0": fmt(rows[0]["per_gpu"]), "z-s3": fmt(rows[3]["per_gpu"]),
+            "zp-n": short(ZERO_PAPER["n_params"]), "zp-nd": str(ZERO_PAPER["dp_degree"]), "zp-k": str(ZERO_PAPER["k"]),
+            "zp-0": fmt(paper[0]["per_gpu"]), "zp-1": fmt(paper[1]["per_gpu"]), "zp-2": fmt(paper[2]["per_gpu"]),
+            "zp-3": fmt(paper[3]["per_gpu"]), "zp-1-printed": fmt(paper[1]["printed"]),
+            "zp-2-printed": fmt(paper[2]["printed"]), "zp-3-printed": fmt(paper[3]["printed"], digits=2),
+            "zp-0-printed": fmt(paper[0]["printed"]),
+            "z-comm3": f"{zero_comm_volume(3) / zero_comm_volume(0):g}x"}
 
 
 def with_nodes(ch: Chain) -> Chain:
