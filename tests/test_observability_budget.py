@@ -1,0 +1,50 @@
+"""observability-budget's chain: the claim, the series arithmetic, attribution, refusals, properties."""
+import pytest
+
+from utils import chains
+from utils.chains import observability_budget as chapter
+from utils.params import ParameterError
+from utils.verdicts import READING
+
+
+def test_claim_holds_under_its_reading():
+    (c,) = chapter.claims()
+    assert c.verdict == READING
+    r = chains.derive("observability-budget")
+    assert r["span_over_token"].m > 1 and r["throughput_ratio"].m > 10
+
+
+def test_series_arithmetic():
+    r = chains.derive("observability-budget")
+    assert r["series"].m == 20 * 256 * 4 * 12
+    assert r["series_with_tenant"].m == r["series"].m * 100
+    assert r["series_with_request_id"].m == pytest.approx(20 * 12 * 100 * 7200)
+    assert r["series_with_request_id"].m > r["series_budget"].m > r["series"].m
+
+
+def test_attribution_conserves_and_differs_from_per_request():
+    ch = chapter.compute(chains.check("observability-budget"))
+    assert chapter.conservation(ch) < 1e-9
+    r = chains.derive("observability-budget")
+    assert r["rag_share_by_requests"].m == pytest.approx(0.5)
+    assert r["rag_share_by_tokens"].m < 0.4
+
+
+@pytest.mark.parametrize("name,value", [("queue_ms", -1.0), ("bytes_per_series", 0.0), ("replicas", 2.5),
+                                        ("attribution_requests", 1000), ("model", "no-such-model")])
+def test_bad_inputs_are_refused_by_name(name, value):
+    with pytest.raises(ParameterError, match=name):
+        chains.derive("observability-budget", **{name: value})
+
+
+def test_n_params_is_refused():
+    with pytest.raises(ParameterError, match="n_params cannot be set"):
+        chains.derive("observability-budget", n_params=1e9)
+
+
+def test_properties():
+    base = chains.derive("observability-budget")
+    busy = chains.derive("observability-budget", queue_ms=250.0)
+    assert busy["ttft_hidden_share"].m > base["ttft_hidden_share"].m
+    more = chains.derive("observability-budget", tenants=200)
+    assert more["series_with_tenant"].m == pytest.approx(2 * base["series_with_tenant"].m)

@@ -1,0 +1,56 @@
+"""slo-error-budgets' chain: the claims reproduced, the closed forms against the simulated alert,
+bad inputs refused, and properties."""
+import pytest
+
+from utils import chains
+from utils.chains import slo_error_budgets as chapter
+from utils.params import ParameterError
+from utils.verdicts import HOLDS, READING
+
+
+def test_claims_and_their_verdicts():
+    burn, roll, avail = chapter.claims()
+    assert (burn.verdict, roll.verdict, avail.verdict) == (READING, HOLDS, HOLDS)
+    ck = chapter.burn_checks()
+    assert ck["hour"].burn == pytest.approx(14.4) and ck["day"].burn == pytest.approx(3.0)
+    assert ck["fast_min"] <= 60 and ck["slow_min"] <= 24 * 60
+    assert ck["wb_closed"][1.0] == pytest.approx(72.0)          # the workbook's 3-day ticket at 1x
+
+
+def test_budget_and_detection_at_the_defaults():
+    r = chains.derive("slo-error-budgets")
+    assert r["budget_minutes"].m == pytest.approx(43.2)
+    assert r["fast_burn_threshold"].m == pytest.approx(14.4)
+    assert r["budget_share_at_page"].m == pytest.approx(0.02)
+    assert r["detection_minutes"].m == pytest.approx(60 * (0.0144 - 0.0002) / (0.1 - 0.0002))
+    # the simulated page lands on the sample that closes the closed form's minute (give or take noise)
+    assert abs(r["detection_minutes_simulated"].m - r["detection_minutes"].m) <= 1.5
+    # rolling back first saves exactly e x the minutes of logs
+    saved = r["burned_logs_first"].m - r["burned_rollback_first"].m
+    assert saved == pytest.approx(0.1 * 30)
+
+
+def test_a_full_outage_of_logs_is_most_of_the_month():
+    r = chains.derive("slo-error-budgets", incident_bad_share=1.0)
+    assert r["burned_logs_first"].m - r["burned_rollback_first"].m == pytest.approx(30.0)
+    assert r["detection_minutes"].m < 1
+
+
+@pytest.mark.parametrize("name,value", [("objective", 1.0), ("objective", -0.1), ("incident_bad_share", 0.001),
+                                        ("baseline_bad_share", 0.02), ("period_days", 0.0),
+                                        ("rollback_minutes", 0.0), ("ttft_percentile", 1.0)])
+def test_bad_inputs_are_refused_by_name(name, value):
+    with pytest.raises(ParameterError, match=name):
+        chains.derive("slo-error-budgets", **{name: value})
+
+
+def test_properties():
+    base = chains.derive("slo-error-budgets")
+    tight = chains.derive("slo-error-budgets", objective=0.9999)
+    assert tight["budget_minutes"].m == pytest.approx(base["budget_minutes"].m / 10)
+    assert tight["share_logs_first"].m > base["share_logs_first"].m
+    bigger = chains.derive("slo-error-budgets", incident_bad_share=0.5)
+    assert bigger["detection_minutes"].m < base["detection_minutes"].m      # a larger failure pages sooner
+    assert bigger["budget_share_at_page"].m == pytest.approx(base["budget_share_at_page"].m)
+    slower = chains.derive("slo-error-budgets", ack_minutes=15.0)
+    assert slower["detection_gap"].m == pytest.approx(base["detection_gap"].m + 10)
