@@ -1,0 +1,67 @@
+"""video-diffusion's chain: the claim under its reading, the published timings as a second route, bad
+inputs refused, and the properties (quadratic in resolution, linear in steps, batching buys nothing)."""
+import pytest
+
+from utils import chains
+from utils.chains import video_diffusion as vd
+from utils.params import ParameterError
+from utils.verdicts import READING
+
+
+def test_claim_holds_only_under_its_reading():
+    (c,) = vd.claims()
+    assert c.verdict == READING and c.reading
+    t = vd.claim_chain(**vd.READING_480P)["t_vid"].to("s").m
+    assert 30 <= t <= 120
+    assert vd.claim_chain(81, 720, 1280, 8)["t_vid"].to("s").m > 120      # 720p on the node: minutes
+    assert vd.claim_chain(81, 720, 1280, 1)["t_vid"].to("s").m > 15 * 60  # one GPU: a quarter hour and more
+
+
+def test_forty_steps_with_guidance_are_eighty_passes():
+    assert chains.derive("video-diffusion")["passes"].m == 80
+    assert chains.derive("video-diffusion", cfg=False)["passes"].m == 40
+
+
+def test_chain_is_within_a_factor_of_two_of_published_wall_clock_times():
+    ck = vd.checks()
+    for k in ("ratio_one480", "ratio_eight480", "ratio_one720"):
+        assert 0.5 < ck[k] < 1.0, k   # the chain omits text encoder, VAE and parallel overheads: it is a floor
+
+
+def test_tokens_and_cost_at_the_defaults():
+    d = chains.derive("video-diffusion")
+    assert d["dit_tokens"].m == 75600
+    assert d["intensity"].m > 100 * 295          # hundreds of times the H100 ridge at batch one
+    assert d["usd_per_video"].m == pytest.approx(d["gpu_seconds_per_video"].m / 3600 * 3.99)
+
+
+def test_batching_buys_nothing_when_batch_one_is_compute_bound():
+    d = chains.derive("video-diffusion")
+    assert vd.batching_gain(d["intensity"].m, 295.0, 8) == pytest.approx(1.0)
+    assert vd.batching_gain(10.0, 295.0, 8) == pytest.approx(8.0)   # a decode-like pass: batching is everything
+
+
+def test_attention_makes_time_superlinear_in_pixels_and_linear_in_steps():
+    base = chains.derive("video-diffusion", height=480, width=832)
+    big = chains.derive("video-diffusion", height=960, width=1664)
+    assert big["flops_per_video"].m / base["flops_per_video"].m > 4
+    s80 = chains.derive("video-diffusion", steps=80)
+    assert s80["flops_per_video"].m == pytest.approx(2 * chains.derive("video-diffusion")["flops_per_video"].m)
+
+
+@pytest.mark.parametrize("bad", [dict(frames=80), dict(height=725), dict(mfu=1.5), dict(gpus=0),
+                                 dict(dit="sora"), dict(cfg="yes"), dict(steps=2.5)])
+def test_bad_inputs_are_refused_naming_the_parameter(bad):
+    name = next(iter(bad))
+    with pytest.raises(ParameterError, match=name):
+        chains.derive("video-diffusion", **bad)
+
+
+def test_a_loose_architecture_override_is_refused():
+    with pytest.raises(ParameterError, match="n_params cannot be set"):
+        chains.derive("video-diffusion", n_params=14e9)
+
+
+def test_the_rental_default_is_the_catalog_rate():
+    rent = next(p for p in chains.parameters("video-diffusion") if p.name == "rent_usd_per_gpu_hour")
+    assert rent.default == vd.rental_rate()
