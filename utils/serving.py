@@ -191,11 +191,12 @@ def budget(model, gpu, gpus: int, weight_bytes_per_param: float, kv_bytes_per_el
 
 
 def add_budget_steps(ch, b: Budget, *, source: str = "parameters cell", utilization_value=None,
-                     users: str = "U", per_gpu_users: bool = True):
+                     users: str = "U", per_gpu_users: bool = True, context_source: str | None = None):
     """Append the budget to a utils.chain.Chain as rows (symbols C, g, u, N_s, b_w, M_w, m_w, c_u,
     m_kv, M_kv, kappa, rho, T, kv_u, then the users under the symbol `users` and, if per_gpu_users,
     U_g; sizes per GPU in GB/GPU), so a page shows the same arithmetic that `budget` did.
-    `utilization_value`: the catalog Value to cite for u (vLLM's default, with its source)."""
+    `utilization_value`: the catalog Value to cite for u (vLLM's default, with its source);
+    `context_source`: where the context T comes from, when it has a source of its own (default: `source`)."""
     per_gpu = Q_(1, "GPU")
     ch.given("C", b.memory.total.to("GB") / per_gpu, b.memory.label, kind=b.memory.kind, source=b.memory.source)
     ch.given("g", Q_(b.gpus, "GPU"), "GPUs per replica (one copy of the model, tensor parallel)",
@@ -224,7 +225,7 @@ def add_budget_steps(ch, b: Budget, *, source: str = "parameters cell", utilizat
     ch.given("rho", b.copies, "copies of each token's KV the replica keeps", kind="derived",
              source="utils.models.kv_copies (KV heads split over the GPUs, copied when GPUs outnumber them)")
     ch.given("T", Q_(b.context_tokens, "token/sequence"), "context each user holds", kind="assumption",
-             source=source)
+             source=context_source or source)
     ch.step("kv_u", "rho*kappa*T", "GB/sequence", "KV per user, across the replica")
     ch.step(users, "floor(M_kv/kv_u)", "sequence", "users per replica: whole caches that fit")
     if per_gpu_users:

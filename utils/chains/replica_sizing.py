@@ -148,7 +148,8 @@ def sizing_chain(m, acc, gpus_per_replica, gpus_per_node, users, context_tokens,
     b = serving.budget(m, acc, gpus_per_replica, weight_bytes_per_param, kv_bytes_per_element, context_tokens,
                        gpu_memory_utilization, memory_reading)
     default_u = gpu_memory_utilization == serving.vllm_utilization()
-    serving.add_budget_steps(ch, b, source=CONTEXT_SOURCE if context_tokens == CLAIM["context"] else source,
+    serving.add_budget_steps(ch, b, source=source,
+                             context_source=CONTEXT_SOURCE if context_tokens == CLAIM["context"] else source,
                              utilization_value=serving.vllm_utilization_value() if default_u else None,
                              users="U_m", per_gpu_users=False)
     # --- Traffic: the promised rate and the request mix.
