@@ -224,6 +224,9 @@ class QueueEngine:
     budget: int
 
 
+QUEUE_RESULT = ("arrival", "first", "finish", "output", "window", "tokens", "batch_time")
+
+
 def simulate_queue(rate: float, wl, e: QueueEngine) -> dict:
     """One replica, first come first served, no chunked prefill (vLLM V0's default). At each iteration,
     if the oldest waiting request can be admitted (a slot free and its whole cache within the KV
@@ -231,60 +234,9 @@ def simulate_queue(rate: float, wl, e: QueueEngine) -> dict:
     budget allow, each getting its first token at the pass's end; otherwise one decode step runs for
     every running sequence. Returns arrival, first- and last-token times, the window and the tokens
     counted at its ends, and the time-integral of the batch (Little's law)."""
-    unit, prompt, output = wl
-    n = len(unit)
-    arr, p, o = (unit / rate).tolist(), prompt.tolist(), output.tolist()
-    wbytes, akv, W, P, kNa, att = e.wbytes, e.akv, e.W, e.P, e.kNa, e.att
-    cap, bmax, budget = e.cap, e.bmax, e.budget
-    first, finish = [0.0] * n, [0.0] * n
-    t = 0.0                    # the clock, s
-    a = w = 0                  # requests arrived so far; oldest not yet admitted (FCFS: w <= a)
-    B = S = R = D = 0          # running sequences, cached tokens, reserved tokens, decode steps so far
-    ends, done = [], 0         # heap of (decode step at which a request ends, request)
-    batch_time = 0.0
-    marks, seen, tokens = (arr[int(n * WARMUP)], arr[-1]), [None, None], 0
-    while done < n:
-        while a < n and arr[a] <= t:
-            a += 1
-        if w < a and B < bmax and R + p[w] + o[w] <= cap:
-            j, pass_tokens, flops = w, 0, 0.0       # a prefill pass over waiting requests, in order
-            while (j < a and B + j - w < bmax and R + p[j] + o[j] <= cap
-                   and (j == w or pass_tokens + p[j] <= budget)):
-                R += p[j] + o[j]
-                pass_tokens += p[j]
-                flops += kNa * p[j] + att * p[j] * (p[j] + 1) / 2       # causal attention over the prompt
-                j += 1
-            dt = max(flops / P, (wbytes + akv * pass_tokens) / W)
-            batch_time += B * dt
-            t += dt
-            for i in range(w, j):
-                first[i] = t
-                S += p[i]
-                B += 1
-                heapq.heappush(ends, (D + o[i] - 1, i))
-            tokens += j - w
-            w = j
-        elif B:                                     # a decode step: one token for every running sequence
-            dt = max((wbytes + akv * S) / W, (kNa * B + att * S) / P)
-            batch_time += B * dt
-            t += dt
-            D += 1
-            S += B
-            tokens += B
-            while ends and ends[0][0] == D:
-                _, i = heapq.heappop(ends)
-                finish[i] = t
-                B -= 1
-                S -= p[i] + o[i] - 1
-                R -= p[i] + o[i]
-                done += 1
-        else:
-            t = arr[a]                              # idle until the next arrival
-        for k in (0, 1):
-            if seen[k] is None and t >= marks[k]:
-                seen[k] = (tokens, t)
-    return dict(arrival=np.array(arr), first=np.array(first), finish=np.array(finish), output=np.array(o),
-                window=marks, tokens=seen, batch_time=batch_time)
+    # One loop serves both: simulate_faulty with no faults is this simulation exactly (tests/test_batching.py).
+    r = simulate_faulty(rate, wl, e)
+    return {key: r[key] for key in QUEUE_RESULT}
 
 
 class Overloaded(ValueError):
@@ -395,3 +347,133 @@ class Replica:
         sel = r["arrival"] >= r["window"][0]
         miss = ((r["finish"] - r["first"]) / (r["output"] - 1))[sel] > self.slo[1]
         return float(np.median(r["output"][sel][miss])), float(np.median(r["output"][sel]))
+
+
+# --- fault injection: the same replica with one thing gone wrong (the tail-latency chapter) ---------
+@dataclass(frozen=True)
+class Faults:
+    """What to break in `simulate_faulty`; the defaults break nothing (simulate_queue is that case).
+    stall_every, stall_s: the host stops the engine loop for stall_s seconds every stall_every seconds
+    (a garbage collection, a tokenizer on a starved CPU, a blocking log write): no pass runs, the GPU
+    idles with work in flight. optimistic: admit a request on its prompt's KV alone (vLLM's scheduler,
+    which does not reserve the reply) and, when the next decode step would not fit the KV budget,
+    preempt the newest running sequence and later recompute its prompt and generated tokens in a
+    prefill pass of their own (vLLM's recompute preemption), ahead of any new admission."""
+    stall_every: float = 0.0
+    stall_s: float = 0.0
+    optimistic: bool = False
+
+
+def simulate_faulty(rate: float, wl, e: QueueEngine, faults: Faults = Faults()) -> dict:
+    """The replica's queue simulation (simulate_queue's admission, passes and bookkeeping; it calls this
+    with no faults) with the hooks of `Faults`. Adds to simulate_queue's result: the gap before each
+    decode step since the previous one, weighted by the sequences it served (the inter-token latency, ITL),
+    the longest prefill pass, the preemptions, the time the GPU sat idle in host stalls with requests in the
+    replica, and the most KV tokens any decode step held."""
+    unit, prompt, output = wl
+    n = len(unit)
+    arr, p, o = (unit / rate).tolist(), prompt.tolist(), output.tolist()
+    wbytes, akv, W, P, kNa, att = e.wbytes, e.akv, e.W, e.P, e.kNa, e.att
+    cap, bmax, budget = e.cap, e.bmax, e.budget
+    every, stall, opt = float(faults.stall_every), float(faults.stall_s), bool(faults.optimistic)
+    first, finish = [0.0] * n, [0.0] * n
+    t = 0.0
+    a = w = 0
+    B = S = R = D = 0
+    ends, done = [], 0
+    batch_time = 0.0
+    marks, seen, tokens = (arr[int(n * WARMUP)], arr[-1]), [None, None], 0
+    gaps, weights, t_dec, longest, preempted, idle, peak_kv = [], [], None, 0.0, 0, 0.0, 0
+    next_stall = every if every > 0 else float("inf")
+    end_of, d0, running, redo = [0] * n, [0] * n, [], deque()    # only the optimistic scheduler uses these
+    while done < n:
+        while a < n and arr[a] <= t:
+            a += 1
+        if opt and redo and B < bmax and S + p[redo[0][0]] + redo[0][1] <= cap:
+            i, k = redo.popleft()                   # recompute a preempted sequence: prompt + tokens so far
+            x = p[i] + k
+            dt = max((kNa * x + att * x * (x + 1) / 2) / P, (wbytes + akv * x) / W)
+            longest = max(longest, dt)
+            batch_time += B * dt
+            t += dt
+            S += x
+            B += 1
+            d0[i], end_of[i] = D - k, D - k + o[i] - 1
+            running.append(i)
+            heapq.heappush(ends, (end_of[i], i))
+        elif not (opt and redo) and w < a and B < bmax and (S + p[w] <= cap if opt else R + p[w] + o[w] <= cap):
+            j, pass_tokens, flops = w, 0, 0.0
+            while (j < a and B + j - w < bmax
+                   and (S + pass_tokens + p[j] <= cap if opt else R + p[j] + o[j] <= cap)
+                   and (j == w or pass_tokens + p[j] <= budget)):
+                R += p[j] + o[j]
+                pass_tokens += p[j]
+                flops += kNa * p[j] + att * p[j] * (p[j] + 1) / 2
+                j += 1
+            dt = max(flops / P, (wbytes + akv * pass_tokens) / W)
+            longest = max(longest, dt)
+            batch_time += B * dt
+            t += dt
+            for i in range(w, j):
+                first[i] = t
+                S += p[i]
+                B += 1
+                d0[i], end_of[i] = D, D + o[i] - 1
+                heapq.heappush(ends, (end_of[i], i))
+                if opt:
+                    running.append(i)
+            tokens += j - w
+            w = j
+        elif B:
+            while opt and S + B > cap and B > 1:     # the step would overflow the KV: preempt the newest
+                i = running.pop()
+                S -= p[i] + D - d0[i]
+                B -= 1
+                end_of[i] = -1
+                redo.append((i, D - d0[i]))
+                preempted += 1
+            peak_kv = max(peak_kv, S + B)
+            dt = max((wbytes + akv * S) / W, (kNa * B + att * S) / P)
+            batch_time += B * dt
+            t += dt
+            gaps.append(t - (t_dec if t_dec is not None else t - dt))
+            weights.append(B)
+            t_dec = t
+            D += 1
+            S += B
+            tokens += B
+            while ends and ends[0][0] <= D:
+                d, i = heapq.heappop(ends)
+                if d != end_of[i]:
+                    continue                        # a preempted sequence's old end (a later one is queued)
+                finish[i] = t
+                B -= 1
+                S -= p[i] + o[i] - 1
+                R -= p[i] + o[i]
+                done += 1
+                if opt:
+                    running.remove(i)
+        else:
+            t = arr[a]
+            if t >= next_stall:                     # a stall while idle costs nobody anything
+                next_stall += every * np.ceil((t - next_stall) / every + 1e-12)
+        if t >= next_stall:                         # the host stops the loop
+            if B or w < a or redo:
+                idle += stall
+            t += stall
+            next_stall += every
+        if B == 0:
+            t_dec = None
+        for k in (0, 1):
+            if seen[k] is None and t >= marks[k]:
+                seen[k] = (tokens, t)
+    return dict(arrival=np.array(arr), first=np.array(first), finish=np.array(finish), output=np.array(o),
+                window=marks, tokens=seen, batch_time=batch_time, itl=(np.array(gaps), np.array(weights)),
+                longest_pass=longest, preemptions=preempted, stall_idle=idle, peak_kv=peak_kv)
+
+
+def weighted_quantile(x, w, f: float) -> float:
+    """The smallest x such that at least a share f of the total weight lies at or below it."""
+    order = np.argsort(x, kind="stable")
+    c = np.cumsum(np.asarray(w, float)[order])
+    return float(np.asarray(x)[order][np.searchsorted(c, f * c[-1] - 1e-9 * c[-1])])

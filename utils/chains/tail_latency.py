@@ -1,0 +1,402 @@
+"""tail-latency: a flat median with a broken tail, the five usual suspects, and the one metric that
+tells each apart.
+
+One replica (the latency-slos-goodput chapter's closed forms: KV budget, roofline passes, the rate it
+saturates at) is run through the book's queue simulator, utils.batching.simulate_faulty, healthy and
+then with one fault injected at a time: load near saturation, a few very long prompts prefilled
+between decode steps (no chunking), a KV budget small enough that vLLM's optimistic admission must
+preempt and recompute, host stalls of the engine loop, and one replica of a fleet running slow. Each
+moves the median little and the 99th percentile a lot; each moves its own metric and no other.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from utils import batching
+from utils.chain import Chain, as_float
+from utils.chains import Result
+from utils.chains import latency_slos_goodput as lsg
+from utils.params import Param, ParameterError
+from utils.units import fmt, pct, q
+from utils.verdicts import READING, WRONG, Claim
+
+SIMULATION = "seeded queue runs of one replica, healthy and with each of five faults injected (utils.batching)"
+
+MIX = lsg.MIX_SOURCE
+PARAMETERS = (
+    Param("model", "qwen2.5-72b", "the model (bf16 weights and KV cache): a catalog key or a config.json",
+          check="model", source="catalog: Qwen2.5-72B, a dense model whose context admits a prompt of a book chapter"),
+    Param("gpu", "h100-sxm", "the accelerator: a catalog key or a spec file", check="accelerator",
+          source="catalog: H100 SXM"),
+    Param("gpus_per_replica", 8, "GPUs holding one copy of the model (tensor parallel)", unit="GPU", check="whole",
+          source="this book's assumption: one node"),
+    Param("mean_prompt_tokens", 1024, "mean prompt per request (exponentially distributed)", unit="token",
+          check="whole", source=MIX),
+    Param("mean_output_tokens", 512, "mean reply per request (exponentially distributed)", unit="token",
+          check="whole", source=MIX),
+    Param("max_batch", 256, "most sequences running at once (vLLM's max_num_seqs)", unit="sequence", check="whole",
+          source=lsg.SEQS_SOURCE),
+    Param("slo_ttft_s", 0.45, "time-to-first-token objective", unit="s", source=lsg.SLO_SOURCE),
+    Param("slo_tpot_s", 0.04, "time-per-output-token objective", unit="s", source=lsg.SLO_SOURCE),
+    Param("percentile", 0.99, "the tail's percentile (0.99 = p99)", check="fraction", source=lsg.SLO_SOURCE),
+    Param("engine_efficiency", 1.0, "share of the roofline floor's speed the engine reaches (1 = the floor)",
+          check="fraction", source=lsg.EFF_SOURCE),
+    Param("load", 0.55, "healthy operating point: offered rate over the replica's saturation rate", check="fraction",
+          source="this book's assumption: a replica run at about half its ceiling"),
+    Param("saturated_load", 0.95, "suspect 1: the offered rate over the saturation rate", check="fraction",
+          source="this book's assumption: a replica near its ceiling"),
+    Param("long_prompt_share", 0.01, "suspect 2: share of requests whose prompt is long", check="share",
+          source="this book's assumption: one request in a hundred pastes a document"),
+    Param("long_prompt_tokens", 32768, "suspect 2: the long prompts' length", unit="token", check="whole",
+          source="this book's assumption: a quarter of Qwen2.5-72B's context"),
+    Param("kv_budget_tokens", 135000, "suspect 3: KV tokens the replica holds (optimistic admission)", unit="token",
+          check="whole", source="this book's assumption: a budget just under what the healthy load keeps cached"),
+    Param("stall_every_s", 4.0, "suspect 4: seconds between host stalls of the engine loop", unit="s",
+          source="this book's assumption"),
+    Param("stall_s", 0.4, "suspect 4: length of each host stall", unit="s",
+          source="this book's assumption: a full garbage collection of a large Python heap"),
+    Param("replicas", 50, "suspect 5: replicas in the fleet, traffic spread evenly", check="whole",
+          source="the claim: 'the 50th GPU in a cluster'"),
+    Param("bad_replica_speed", 0.5, "suspect 5: the bad replica's speed over a healthy one's", check="fraction",
+          source="this book's assumption: one GPU of a tensor-parallel group throttled to half its clock"),
+    Param("n_requests", 3000, "requests in each simulated run", unit="request", check="whole",
+          source="this book's choice: the 99th percentile rests on twenty-odd requests"),
+    Param("seed", 0, "seed of the workload's random draws", check="non_negative", source="this book's choice"),
+)
+REFUSED = dict(lsg.REFUSED)
+
+SUSPECTS = ("queueing", "long prompts", "KV preemption", "host stalls", "one bad replica")
+METRICS = {  # suspect: (the metric that tells it apart, where an operator reads it)
+    "queueing": ("tokens per second over the replica's ceiling", "the engine's throughput against its closed form"),
+    "long prompts": ("longest prefill pass", "per-step timings, or the prompt lengths of the slow requests"),
+    "KV preemption": ("preemptions per thousand requests", "vLLM's num_preemptions counter"),
+    "host stalls": ("GPU idle with requests in flight, share of time", "a timeline (Nsight, py-spy) of the engine loop"),
+    "one bad replica": ("worst replica's tail over the median replica's", "the latency split by replica"),
+}
+ORDER = ("one bad replica", "queueing", "KV preemption", "long prompts", "host stalls")   # cheapest check first
+
+RESULTS = (
+    Result("ttft_p50_healthy", "ms", "Median TTFT, healthy replica", of="ttft50_h"),
+    Result("ttft_p99_healthy", "ms", "TTFT at the percentile, healthy replica", of="ttftp_h"),
+    Result("ttft_p99_queueing", "ms", "TTFT at the percentile, near saturation", of="ttftp_q"),
+    Result("ttft_p99_long_prompts", "ms", "TTFT at the percentile, with long prompts", of="ttftp_l"),
+    Result("ttft_p99_preemption", "ms", "TTFT at the percentile, with KV preemption", of="ttftp_k"),
+    Result("ttft_p99_host_stalls", "ms", "TTFT at the percentile, with host stalls", of="ttftp_s"),
+    Result("ttft_p99_bad_replica", "ms", "Fleet TTFT at the percentile, one bad replica", of="ttftp_b"),
+    Result("ttft_p50_bad_replica", "ms", "Fleet median TTFT, one bad replica", of="ttft50_b"),
+    Result("longest_prefill_pass", "ms", "Longest prefill pass, with long prompts", of="pass_l"),
+    Result("preemptions_per_1k", "", "Preemptions per thousand requests, small KV budget", of="pre_k"),
+    Result("stall_idle_share", "", "GPU idle with requests in flight, host stalls", of="idle_s", percent=True),
+)
+
+
+def validate(p):
+    lsg.validate(p)
+    ctx = int(p.model.q("max_context").m)
+    if p.long_prompt_tokens + 2 > ctx:
+        raise ParameterError(f"long_prompt_tokens = {p.long_prompt_tokens} leaves no room for a reply in "
+                             f"{p.model.name}'s context of {ctx} tokens")
+    if p.saturated_load <= p.load:
+        raise ParameterError(f"saturated_load must be above load ({p.load}), got {p.saturated_load}")
+    if p.stall_s >= p.stall_every_s:
+        raise ParameterError(f"stall_s must be shorter than stall_every_s ({p.stall_every_s}), got {p.stall_s}")
+    if p.replicas < 2:
+        raise ParameterError(f"replicas must be at least 2 (one bad, one healthy), got {p.replicas}")
+
+
+def measure(r: dict, p, pc: float | None = None) -> dict:
+    """The run's window: TTFT and TPOT medians and percentiles, ITL at the percentile, and the fault
+    metrics the run recorded."""
+    pc = p.percentile if pc is None else pc
+    m = batching.measure(r, p.slo_ttft_s, p.slo_tpot_s, pc)
+    gaps, w = r["itl"]
+    t0, t1 = r["window"][0], float(np.max(r["finish"]))
+    return dict(m, itl_p=batching.weighted_quantile(gaps, w, pc), longest=r["longest_pass"],
+                pre_1k=1000 * r["preemptions"] / len(r["arrival"]), idle=r["stall_idle"] / t1,
+                ttft=(r["first"] - r["arrival"])[r["arrival"] >= t0],
+                tpot=((r["finish"] - r["first"]) / (r["output"] - 1))[r["arrival"] >= t0], span=t1 - t0)
+
+
+def fleet(healthy: dict, bad: dict, n: int, pc: float) -> dict:
+    """A fleet of n replicas with traffic spread evenly, n - 1 behaving like `healthy` and one like `bad`:
+    every healthy replica's requests weigh as the healthy run's, so the fleet's quantiles are weighted."""
+    out = {}
+    for k in ("ttft", "tpot"):
+        x = np.concatenate([healthy[k], bad[k]])
+        w = np.concatenate([np.full(len(healthy[k]), n - 1.0), np.ones(len(bad[k]))])
+        out[f"{k}_50"], out[f"{k}_p"] = batching.weighted_quantile(x, w, 0.5), batching.weighted_quantile(x, w, pc)
+    out["spread"] = bad["ttft_p"] / healthy["ttft_p"]
+    return out
+
+
+def scenarios(p, ch) -> dict:
+    """Every run: healthy, then each suspect with its fault injected (a pure function of p)."""
+    e = lsg.queue_engine(ch)
+    wl = lsg.workload(p)
+    lam = as_float(ch["lambda_max"], "request/s")
+    rate = p.load * lam
+    unit, prompt, output = wl
+    rng = np.random.default_rng(int(p.seed) + 1)
+    longp = prompt.copy()
+    longp[rng.random(len(prompt)) < p.long_prompt_share] = p.long_prompt_tokens
+    slow = dataclasses.replace(e, W=e.W * p.bad_replica_speed, P=e.P * p.bad_replica_speed)
+    runs = {
+        "healthy": batching.simulate_faulty(rate, wl, e),
+        "queueing": batching.simulate_faulty(p.saturated_load * lam, wl, e),
+        "long prompts": batching.simulate_faulty(rate, (unit, longp, output), e),
+        "KV preemption": batching.simulate_faulty(rate, wl, dataclasses.replace(e, cap=int(p.kv_budget_tokens)),
+                                                  batching.Faults(optimistic=True)),
+        "host stalls": batching.simulate_faulty(rate, wl, e, batching.Faults(p.stall_every_s, p.stall_s)),
+        "bad replica alone": batching.simulate_faulty(rate, wl, slow),
+    }
+    ms = {k: measure(r, p) for k, r in runs.items()}
+    ms["queueing"]["busy"] = ms["queueing"]["throughput"] / as_float(ch["X_max"], "token/s")
+    ms["healthy"]["busy"] = ms["healthy"]["throughput"] / as_float(ch["X_max"], "token/s")
+    fl = fleet(ms["healthy"], ms["bad replica alone"], p.replicas, p.percentile)
+    ms["one bad replica"] = dict(ttft_50=fl["ttft_50"], ttft_p=fl["ttft_p"], tpot_50=fl["tpot_50"],
+                                 tpot_p=fl["tpot_p"], spread=fl["spread"])
+    return ms
+
+
+def metric_value(name: str, m: dict) -> float:
+    return {"queueing": m.get("busy", np.nan), "long prompts": m.get("longest", np.nan),
+            "KV preemption": m.get("pre_1k", np.nan), "host stalls": m.get("idle", np.nan),
+            "one bad replica": m.get("spread", 1.0)}[name]
+
+
+def metric_text(name: str, v: float) -> str:
+    if name in ("queueing", "host stalls"):
+        return pct(v)
+    if name == "long prompts":
+        return lsg.dur(v)
+    if name == "KV preemption":
+        return fmt(v, digits=2)
+    return fmt(v, digits=2) + " x"
+
+
+def compute(p) -> Chain:
+    """The replica's closed forms (latency-slos-goodput's chain), then the six seeded runs."""
+    wl = lsg.workload(p)
+    ch = lsg.slo_chain(p, wl)
+    if p.kv_budget_tokens >= as_float(ch["K"], "token"):
+        raise ParameterError(f"kv_budget_tokens must be below the replica's whole KV budget "
+                             f"({fmt(ch['K'])}), got {p.kv_budget_tokens}")
+    ch.given("r_h", p.load, "healthy load: offered rate over the saturation rate", kind="assumption",
+             source="parameters cell")
+    ch.step("lambda_h", "r_h*lambda_max", "request/s", "healthy offered rate")
+    ms = scenarios(p, ch)
+    how = f"utils.batching.simulate_faulty: {fmt(p.n_requests)} seeded requests per run"
+    ms_ = lambda k, f: q(ms[k][f], "s").to("ms")   # noqa: E731
+    for name, value, label in (
+            ("ttft50_h", ms_("healthy", "ttft_50"), "median TTFT, healthy"),
+            ("ttftp_h", ms_("healthy", "ttft_p"), "TTFT at the percentile, healthy"),
+            ("ttftp_q", ms_("queueing", "ttft_p"), "TTFT at the percentile, near saturation"),
+            ("ttftp_l", ms_("long prompts", "ttft_p"), "TTFT at the percentile, long prompts"),
+            ("ttftp_k", ms_("KV preemption", "ttft_p"), "TTFT at the percentile, KV preemption"),
+            ("ttftp_s", ms_("host stalls", "ttft_p"), "TTFT at the percentile, host stalls"),
+            ("ttft50_b", ms_("one bad replica", "ttft_50"), "fleet median TTFT, one bad replica"),
+            ("ttftp_b", ms_("one bad replica", "ttft_p"), "fleet TTFT at the percentile, one bad replica"),
+            ("pass_l", q(ms["long prompts"]["longest"], "s").to("ms"), "longest prefill pass, long prompts"),
+            ("pre_k", q(ms["KV preemption"]["pre_1k"], ""), "preemptions per thousand requests"),
+            ("idle_s", q(ms["host stalls"]["idle"], ""), "GPU idle with requests in flight, host stalls")):
+        ch.given(name, value, label, kind="derived", source=how)
+    ch.runs = ms
+    return ch
+
+
+# --- the claim ------------------------------------------------------------------------------------
+QUOTE = ("Can you debug a performance regression that only happens on the 50th GPU in a cluster? If your "
+         "design lacks a strategy for deep visibility into the hardware layer, it is incomplete.")
+CLAIM = {prm.name: prm.default for prm in PARAMETERS}
+
+
+_CLAIM_RUNS: dict = {}
+
+
+def claim_chain(**changes) -> Chain:
+    """The chain on the claim's reading, with changes; cached, since the page asks for some twice."""
+    from utils import chains
+    key = tuple(sorted(changes.items()))
+    if key not in _CLAIM_RUNS:
+        _CLAIM_RUNS[key] = compute(chains.check("tail-latency", **{**CLAIM, **changes}))
+    return _CLAIM_RUNS[key]
+
+
+def claims() -> list[Claim]:
+    ch = claim_chain()
+    h, b = ch.runs["healthy"], ch.runs["one bad replica"]
+    pc, n, slo = CLAIM["percentile"], CLAIM["replicas"], CLAIM["slo_ttft_s"]
+    median_stays = b["ttft_50"] <= 1.1 * h["ttft_50"]
+    tail_breaks = b["ttft_p"] > slo >= h["ttft_p"]
+    split_names_it = b["spread"] > 2
+    verdict = READING if (median_stays and tail_breaks and split_names_it) else WRONG
+    th = lsg.nth(pc)
+    return [Claim(
+        "fiftieth-gpu", quote=QUOTE, source="spec/003, the paragraph on observability and debugging",
+        claimed="a regression on one GPU of fifty is there to be found, and finding it takes visibility below the fleet",
+        derived=(f"fleet median TTFT {lsg.dur(h['ttft_50'])} healthy, {lsg.dur(b['ttft_50'])} with one slow replica; "
+                 f"{th} percentile {lsg.dur(h['ttft_p'])} and {lsg.dur(b['ttft_p'])}"),
+        verdict=verdict,
+        reading=(f"the 50th GPU as one replica of {fmt(n)} (its tensor-parallel group waits for its slowest GPU) "
+                 f"running at {pct(CLAIM['bad_replica_speed'])} speed under evenly spread traffic; 'regression' as "
+                 f"the fleet's {th}-percentile TTFT past its objective of {lsg.dur(slo)}; 'visibility' as latency "
+                 f"split by replica, then that replica's GPU counters"),
+        nearest_true=("a regression on one replica of fifty leaves the fleet median alone and breaks the tail only "
+                      "if that replica's requests are more than the tail's share"),
+        reason=(f"One replica of {fmt(n)} at {pct(CLAIM['bad_replica_speed'])} speed is overloaded: the fleet's median "
+                f"TTFT goes from {lsg.dur(h['ttft_50'])} to {lsg.dur(b['ttft_50'])} while its {th} percentile goes "
+                f"from {lsg.dur(h['ttft_p'])} to {lsg.dur(b['ttft_p'])}; split by replica, the slow one's tail is "
+                f"{fmt(b['spread'], digits=2)} times a healthy one's, so the fleet's median hides it and a "
+                f"per-replica view finds it."))]
+
+
+# --- the page's tables and prose numbers ----------------------------------------------------------
+def suspects_table(ch, p) -> str:
+    ms, h = ch.runs, ch.runs["healthy"]
+    th = lsg.nth(p.percentile)
+    rows = [f"| healthy | {lsg.dur(h['ttft_50'])} | {lsg.dur(h['ttft_p'])} | {lsg.dur(h['tpot_p'])} | | |"]
+    for s in SUSPECTS:
+        m = ms[s]
+        rows.append(f"| {s} | {lsg.dur(m['ttft_50'])} | {lsg.dur(m['ttft_p'])} | {lsg.dur(m['tpot_p'])} | "
+                    f"{METRICS[s][0]} | {metric_text(s, metric_value(s, h))} → {metric_text(s, metric_value(s, m))} |")
+    return (f"| suspect | median TTFT | {th} pct. TTFT | {th} pct. TPOT | the metric that tells it apart | "
+            "healthy → faulty |\n|---|---|---|---|---|---|\n" + "\n".join(rows))
+
+
+def order_table() -> str:
+    why = {"one bad replica": "one group-by on logs every gateway already keeps; it rules out or localises everything else",
+           "queueing": "a dashboard: throughput against the replica's ceiling; near it, the tail is arithmetic",
+           "KV preemption": "one counter the engine exports; zero rules it out",
+           "long prompts": "per-request prompt lengths beside the slow requests' timestamps",
+           "host stalls": "the most expensive: a timeline of the engine loop showing the GPU idle with work queued"}
+    return ("| order | suspect | the check | why here |\n|---|---|---|---|\n"
+            + "\n".join(f"| {k} | {s} | {METRICS[s][1]} | {why[s]} |" for k, s in
+                        zip(("first", "second", "third", "fourth", "fifth"), ORDER)))
+
+
+def chain_texts(ch, p) -> dict:
+    ms, h = ch.runs, ch.runs["healthy"]
+    lam = as_float(ch["lambda_max"], "request/s")
+    out = {"c-lam": lsg.rps(lam), "c-load": pct(p.load), "c-rate": lsg.rps(p.load * lam),
+           "c-sat": pct(p.saturated_load), "c-n": fmt(p.n_requests), "c-long-share": pct(p.long_prompt_share),
+           "c-long": fmt(q(p.long_prompt_tokens, "token")), "c-kv": fmt(q(p.kv_budget_tokens, "token")),
+           "c-K": fmt(ch["K"]), "c-stall": lsg.dur(p.stall_s), "c-every": lsg.dur(p.stall_every_s),
+           "c-fleet": fmt(p.replicas), "c-speed": pct(p.bad_replica_speed), "c-slo": lsg.dur(p.slo_ttft_s),
+           "c-slo-tpot": lsg.dur(p.slo_tpot_s), "c-bad-ttft": lsg.dur(ms["bad replica alone"]["ttft_50"]),
+           "c-share-bad": pct(1 / p.replicas), "c-tail": pct(1 - p.percentile),
+           "c-busy-q": pct(ms["queueing"]["busy"]), "c-busy-h": pct(h["busy"]),
+           "c-pass-h": lsg.dur(h["longest"]), "c-itl-h": lsg.dur(h["itl_p"])}
+    for s, key in zip(SUSPECTS, ("q", "l", "k", "s", "b")):
+        m = ms[s]
+        out[f"c-r50-{key}"] = fmt(m["ttft_50"] / h["ttft_50"], digits=2) + " x"
+        out[f"c-rp-{key}"] = fmt(m["ttft_p"] / h["ttft_p"], digits=2) + " x"
+    return out
+
+
+def checks(ch=None) -> dict:
+    """The simulator's own checks on the claim's reading: the healthy run is simulate_queue's, Little's
+    law holds, and each fault moves its own metric and leaves the others at their healthy values."""
+    ch = claim_chain() if ch is None else ch
+    from utils import chains
+    p = chains.check("tail-latency", **CLAIM)
+    e, wl = lsg.queue_engine(ch), lsg.workload(p)
+    rate = p.load * as_float(ch["lambda_max"], "request/s")
+    ref, new = batching.simulate_queue(rate, wl, e), batching.simulate_faulty(rate, wl, e)
+    same = bool(np.array_equal(ref["first"], new["first"]) and np.array_equal(ref["finish"], new["finish"]))
+    little = new["batch_time"] / float(np.sum(new["finish"] - new["first"]))
+    ms = ch.runs
+    own = {s: metric_value(s, ms[s]) for s in SUSPECTS}
+    base = {s: metric_value(s, ms["healthy"]) for s in SUSPECTS}
+    return dict(same=same, little=little, own=own, base=base, runs=ms)
+
+
+def check_texts(ck: dict) -> dict:
+    return {"chk-little": fmt(ck["little"], digits=4), "chk-same": "identical" if ck["same"] else "different"}
+
+
+def what_changes() -> dict:
+    """The inputs that swing the tail, on the page's reading: the healthy load, the share of long
+    prompts, the bad replica's speed and the fleet's size."""
+    return {tag: (changes, claim_chain(**changes).runs) for tag, changes in (
+        ("load", dict(load=0.75)), ("share", dict(long_prompt_share=0.001)),
+        ("speed", dict(bad_replica_speed=0.7)), ("fleet", dict(replicas=200)))}
+
+
+def what_changes_texts(w: dict) -> dict:
+    (c1, r1), (c2, r2), (c3, r3), (c4, r4) = w["load"], w["share"], w["speed"], w["fleet"]
+    return {"wc-load": pct(c1["load"]), "wc-load-p": lsg.dur(r1["healthy"]["ttft_p"]),
+            "wc-load-q": lsg.dur(r1["queueing"]["ttft_p"]),
+            "wc-share": pct(c2["long_prompt_share"]), "wc-share-p": lsg.dur(r2["long prompts"]["ttft_p"]),
+            "wc-speed": pct(c3["bad_replica_speed"]), "wc-speed-p": lsg.dur(r3["one bad replica"]["ttft_p"]),
+            "wc-speed-alone": lsg.dur(r3["bad replica alone"]["ttft_50"]),
+            "wc-fleet": fmt(c4["replicas"]), "wc-fleet-p": lsg.dur(r4["one bad replica"]["ttft_p"]),
+            "wc-fleet-share": pct(1 / c4["replicas"])}
+
+
+def cdf_curves(ch) -> dict:
+    """Each run's TTFT, sorted, with its cumulative share (the fleet's weighted): the figure's data."""
+    out = {}
+    for s in ("healthy",) + SUSPECTS[:-1]:
+        x = np.sort(ch.runs[s]["ttft"])
+        out[s] = (x, np.arange(1, len(x) + 1) / len(x))
+    return out
+
+
+def fleet_cdf(ch, replicas: int):
+    h, b = ch.runs["healthy"]["ttft"], ch.runs["bad replica alone"]["ttft"]
+    x = np.concatenate([h, b])
+    w = np.concatenate([np.full(len(h), replicas - 1.0), np.ones(len(b))])
+    o = np.argsort(x, kind="stable")
+    return x[o], np.cumsum(w[o]) / w.sum()
+
+
+def exercises() -> dict:
+    """Answers: a fleet of a hundred, long prompts chunked to the healthy pass, stalls twice as often."""
+    a = claim_chain(replicas=100)
+    b = claim_chain(long_prompt_tokens=8192)
+    c = claim_chain(stall_every_s=2.0)
+    h = a.runs["healthy"]
+    return {"ex1-n": fmt(100), "ex1-p": lsg.dur(a.runs["one bad replica"]["ttft_p"]),
+            "ex1-h": lsg.dur(h["ttft_p"]), "ex1-share": pct(1 / 100),
+            "ex1-tail": pct(1 - CLAIM["percentile"]),
+            "ex2-tokens": fmt(q(8192, "token")), "ex2-p": lsg.dur(b.runs["long prompts"]["ttft_p"]),
+            "ex2-pass": lsg.dur(b.runs["long prompts"]["longest"]),
+            "ex3-every": lsg.dur(2.0), "ex3-idle": pct(c.runs["host stalls"]["idle"]),
+            "ex3-p": lsg.dur(c.runs["host stalls"]["ttft_p"])}
+
+
+def intro_texts(ch) -> dict:
+    ms, h = ch.runs, ch.runs["healthy"]
+    r50 = max(ms[s]["ttft_50"] / h["ttft_50"] for s in SUSPECTS)
+    tails = [ms[s]["ttft_p"] for s in SUSPECTS]
+    return {"intro-r50": fmt(r50, digits=2) + " x", "intro-lo": lsg.dur(min(tails)), "intro-hi": lsg.dur(max(tails))}
+
+
+TESTS = (("no fault injected", "simulate_faulty gives simulate_queue's first- and last-token times exactly"),
+         ("host stalls", "each stall adds its length to the clock; idle time counted only with work in flight"),
+         ("optimistic admission, ample KV", "no preemption, and every request finishes once"),
+         ("optimistic admission, tight KV", "preemptions happen, every request still finishes with all its tokens, "
+                                            "and the cached tokens never exceed the budget"),
+         ("a long prompt", "the longest pass is that prompt's prefill on the roofline"),
+         ("weighted quantile", "equals the plain quantile of the repeated sample"),
+         ("each suspect", "the median stays within its objective, the tail passes it, its own metric moves"))
+
+
+def tests_table() -> str:
+    return ("| case | what the test holds |\n|---|---|\n" + "\n".join(f"| {a} | {b} |" for a, b in TESTS))
+
+
+def core_source() -> str:
+    """The simulator's two hooks, cut from utils.batching.simulate_faulty: the recompute of a preempted
+    sequence, the preemption before a decode step, and the host stall."""
+    import inspect
+    src = inspect.getsource(batching.simulate_faulty).splitlines()
+
+    def block(start: str, n: int) -> list[str]:
+        i = next(k for k, ln in enumerate(src) if start in ln)
+        return src[i:i + n]
+    parts = (block("if opt and redo and B < bmax", 12), block("while opt and S + B > cap", 7),
+             block("if t >= next_stall:                         #", 5))
+    return "\n    ...\n".join("\n".join(b) for b in parts)
