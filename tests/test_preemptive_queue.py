@@ -133,3 +133,12 @@ def test_at_the_same_decisions_the_exact_cover_never_loses_more(load):
     assert o.preemptions > 0
     assert o.shadow["checkpoint"] == pytest.approx(o.lost_gpu_hours)
     assert o.shadow["checkpoint"] <= min(o.shadow["newest"], o.shadow["largest"]) + 1e-9
+
+
+def test_requeue_after_eviction_keeps_the_checkpoint_and_the_submit_time():
+    from utils.preemptive_queue import requeue_after_eviction
+    job = Job("v", 0, 4, 10.0, 2.0, checkpoint_every=1.0, done=1.5)
+    run = Running(job, since=5.0)
+    lost = requeue_after_eviction(run, 7.25)          # checkpoints at 6 and 7: 2 h saved, 0.25 h lost
+    assert lost == pytest.approx(4 * 0.25)
+    assert job.done == pytest.approx(3.5) and job.evictions == 1 and job.submit == 2.0

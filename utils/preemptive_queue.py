@@ -291,3 +291,14 @@ def random_cluster(seed: int, n_running: int = 8, now: float = 10.0):
                     float(np.round(rng.uniform(0, now), 2))) for i in range(n_running)]
     need = int(rng.integers(1, sum(r.job.gpus for r in runs) + 2))    # sometimes more than all of them free
     return runs, need, now
+
+
+def requeue_after_eviction(run: Running, now: float) -> float:
+    """The bookkeeping `simulate` does for a victim, for other schedulers to share (utils/scheduler.py):
+    the job keeps the work its last checkpoint saved, counts the eviction and keeps its submit time
+    (so it keeps its place and its age). Returns the GPU-hours thrown away: GPUs x time since the last
+    checkpoint."""
+    lost = run.lost_work(now)
+    run.job.done += run.last_checkpoint(now) - run.since
+    run.job.evictions += 1
+    return lost
