@@ -1,0 +1,204 @@
+"""quota-fair-share: guaranteed quotas, borrowing, a decayed fair share and cheap preemption
+(utils.fair_share), and the pooling arithmetic that says what static quotas cost.
+
+Pooling: n teams, each busy (at its peak of g GPUs) a share p of the time, independently. Static
+partitions of g GPUs each idle 1 - p of the fleet whatever n is. A pooled fleet of k g GPUs, with k the
+smallest count of busy teams not exceeded with probability 1 - epsilon (a binomial quantile), idles
+1 - E[min(B, k)] / k with B ~ Binomial(n, p). A seeded simulation of on/off teams checks both.
+Fair share: usage decayed by 0.5^(dt / h); Slurm's classic factor 2^(-U/S).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from utils.chain import Chain
+from utils.chains import Result
+from utils.fair_share import Cluster, Job, fair_share_factor, pooled_idle, pooled_size, simulate_pool
+from utils.params import Param, ParameterError
+from utils.units import fmt, pct, q
+from utils.verdicts import UNCHECKABLE, WRONG, Claim
+
+SIMULATION = "on/off team demand as a two-state Markov chain, against static and pooled fleets"
+ASSUME = "this book's assumption"
+SLURM = ("Slurm documentation, 'Classic Fairshare Algorithm' (https://slurm.schedmd.com/classic_fair_share.html) "
+         "and slurm.conf PriorityDecayHalfLife, default 7-0 (seven days) (read 2026-12-01)")
+
+PARAMETERS = (
+    Param("n_teams", 16, "teams sharing the cluster", check="whole", source=ASSUME),
+    Param("gpus_per_team", 64, "GPUs a team needs when it is busy (its peak, and its static quota)", unit="GPU",
+          check="whole", source=ASSUME),
+    Param("busy_share", 0.5, "share of the time a team is busy at its peak", check="share",
+          source=ASSUME + ": research demand comes in bursts"),
+    Param("overflow", 0.05, "share of the time the pooled fleet may be short", check="share", source=ASSUME),
+    Param("burst_hours", 24.0, "mean length of a busy burst", unit="hour", source=ASSUME),
+    Param("sim_hours", 8760, "hours simulated", unit="hour", check="whole", source="this book's choice: a year"),
+    Param("half_life_days", 7.0, "fair-share usage half-life", unit="day", source=SLURM),
+    Param("seed", 0, "numpy Generator seed", check="non_negative", source="this book's choice"),
+)
+
+RESULTS = (
+    Result("static_idle", "", "Idle share of static quotas (closed form)", of="I_s", percent=True),
+    Result("pooled_gpus", "GPU", "Pooled fleet that serves the same demand", of="C_p"),
+    Result("pooled_idle", "", "Idle share of the pooled fleet (closed form)", of="I_p", percent=True),
+    Result("gpus_saved", "", "Share of the static fleet pooling saves", of="saved", percent=True),
+    Result("sim_static_idle", "", "Idle share of static quotas (simulated)", of="I_s_sim", percent=True),
+    Result("sim_pooled_idle", "", "Idle share of the pooled fleet (simulated)", of="I_p_sim", percent=True),
+    Result("week_old_weight", "", "Weight of week-old usage today", of="w_7", percent=True),
+    Result("hoarder_factor", "", "Fair-share factor of a team that hoarded its quota", of="F_H", digits=3),
+    Result("fair_factor", "", "Fair-share factor of a team that released it", of="F_N", digits=3),
+)
+
+
+def validate(p):
+    if p.n_teams < 2:
+        raise ParameterError(f"n_teams must be at least 2 (one team pools with nobody), got {p.n_teams!r}")
+    if not 0 < p.busy_share:
+        raise ParameterError(f"busy_share must be above zero, got {p.busy_share!r}")
+    if p.burst_hours < 1 or p.burst_hours * (1 - p.busy_share) / p.busy_share < 1:
+        raise ParameterError("burst_hours must be at least one hour, and long enough that an idle spell is too")
+    if not 100 <= p.sim_hours <= 100000:
+        raise ParameterError(f"sim_hours must be in [100, 100000], got {p.sim_hours!r}")
+    if float(p.seed) != int(p.seed):
+        raise ParameterError(f"seed must be a whole number, got {p.seed!r}")
+
+
+def hoarding(half_life_h: float, week_h: float = 168.0) -> dict:
+    """Two teams with equal guarantees, one week: the hoarder holds its whole quota all week (used or
+    not); the other holds it only while busy, half the week. Then both ask to borrow the same free GPUs."""
+    c = Cluster(128, {"hoarder": 32, "fair": 32, "others": 64}, half_life=half_life_h)
+    c.submit(0.0, Job("hold", "hoarder", 32))
+    c.submit(0.0, Job("big", "others", 64))
+    for day in range(7):                                  # the fair team: busy twelve hours a day
+        c.submit(day * 24.0, Job(f"run{day}", "fair", 32))
+        c.finish(day * 24.0 + 12, f"run{day}")
+    c.submit(week_h, Job("run7", "fair", 32))             # the cluster is full again
+    f = c.factors(week_h)
+    # both now want 64 more GPUs, beyond their guarantees: borrowed, so they wait for free GPUs
+    c.submit(week_h, Job("extra-H", "hoarder", 64))
+    c.submit(week_h, Job("extra-N", "fair", 64))
+    c.finish(week_h, "big")                               # 64 free: room for one of the two
+    first = next(j.team for j in c.running if j.name.startswith("extra"))
+    return dict(factors=f, first=first, usage={k: u.value for k, u in c.usage.items()}, cluster=c)
+
+
+def pooling(n, g, p, eps, burst, hours, seed, *, source="parameters cell") -> dict:
+    k = pooled_size(n, p, eps)
+    sim = simulate_pool(np.random.default_rng(int(seed)), n, p, k, int(hours), burst)
+    ch = Chain("Static quotas against a pooled fleet")
+    ch.given("n", q(n, ""), "teams", kind="assumption", source=source)
+    ch.given("g", q(g, "GPU"), "GPUs per team at its peak (its static quota)", kind="assumption", source=source)
+    ch.given("p", p, "share of the time a team is busy", kind="assumption", source=source)
+    ch.step("C_s", "n*g", "GPU", "static fleet: every team's peak")
+    ch.step("I_s", "1 - p", "", "idle share of static quotas")
+    ch.given("epsilon", eps, "share of the time the pool may be short", kind="assumption", source=source)
+    ch.given("k", q(k, ""), "busy teams the pool serves (binomial quantile at 1 - epsilon)", kind="derived",
+             source="utils.fair_share.pooled_size")
+    ch.step("C_p", "k*g", "GPU", "pooled fleet")
+    ch.given("I_p", pooled_idle(n, p, k), "idle share of the pool, 1 - E[min(B, k)]/k", kind="derived",
+             source="utils.fair_share.pooled_idle")
+    ch.step("saved", "1 - C_p/C_s", "", "share of the static fleet pooling saves")
+    ch.given("I_s_sim", sim["static_idle"], "idle share of static quotas, simulated", kind="derived",
+             source="utils.fair_share.simulate_pool")
+    ch.given("I_p_sim", sim["pooled_idle"], "idle share of the pool, simulated", kind="derived",
+             source="utils.fair_share.simulate_pool")
+    return dict(chain=ch, sim=sim, k=k)
+
+
+def compute(p) -> Chain:
+    return run(p)["chain"]
+
+
+def run(p) -> dict:
+    r = pooling(p.n_teams, p.gpus_per_team, p.busy_share, p.overflow, p.burst_hours, p.sim_hours, p.seed)
+    ch = r["chain"]
+    h = hoarding(p.half_life_days * 24)
+    ch.given("h", q(p.half_life_days, "day"), "fair-share half-life", kind="spec", source=SLURM)
+    ch.given("T", q(7, "day"), "last week", kind="assumption", source="the claim")
+    ch.step("w_7", "0.5**(T/h)", "", "weight of usage a week old")
+    ch.given("S", h["cluster"].share["hoarder"], "hoarder's and fair team's share of the guarantees", kind="derived",
+             source="the hoarding example")
+    total = sum(h["usage"].values())
+    ch.given("U_H", h["usage"]["hoarder"] / total, "hoarder's share of decayed usage", kind="derived",
+             source="utils.fair_share.Cluster")
+    ch.given("U_N", h["usage"]["fair"] / total, "fair team's share of decayed usage", kind="derived",
+             source="utils.fair_share.Cluster")
+    ch.step("F_H", "2**(-U_H/S)", "", "hoarder's fair-share factor")
+    ch.step("F_N", "2**(-U_N/S)", "", "fair team's fair-share factor")
+    return {**r, "hoarding": h}
+
+
+# --- the claims -----------------------------------------------------------------------------------
+QUOTE_DECAY = ("A quota tree with guarantees and borrowing, a fair-share formula that decays so last week's usage "
+               "does not cost you today, preemption that is cheap because checkpoints are, and the incentives "
+               "that make hoarding lose.")
+QUOTE_STATIC = "Static quotas waste half the fleet and a free-for-all starves the small teams."
+CLAIM = dict(half_life_days=7.0, static_waste=0.5)
+
+
+def claims() -> list[Claim]:
+    w = 0.5 ** (7 / CLAIM["half_life_days"])
+    day = 0.5 ** 7
+    h = hoarding(CLAIM["half_life_days"] * 24)
+    hoard_loses = h["first"] == "fair" and h["factors"]["hoarder"] < h["factors"]["fair"]
+    return [
+        Claim("decay", quote=QUOTE_DECAY, source="spec/000 and spec/001, the paragraph on a shared research cluster",
+              claimed="last week's usage does not cost you today",
+              derived=f"week-old usage weighs {pct(w)} at Slurm's default half-life",
+              verdict=WRONG,
+              nearest_true=f"a fair share that decays so last week's usage costs you {pct(w)} as much today at "
+                           f"Slurm's default half-life of {fmt(q(CLAIM['half_life_days'], 'day'))}; only a half-life "
+                           f"of {fmt(q(1, 'day'))} brings it to {pct(day)}. Hoarding does lose: "
+                           f"the hoarder's factor is {fmt(h['factors']['hoarder'])} against {fmt(h['factors']['fair'])}",
+              reason=f"usage decays by a half every half-life, so with Slurm's default of "
+                     f"{fmt(q(CLAIM['half_life_days'], 'day'))} a GPU-hour from a week ago still counts "
+                     f"{pct(w)}; the hoarding clause holds ({fmt(h['factors']['hoarder'])} against "
+                     f"{fmt(h['factors']['fair'])}, and the other team borrows first)."
+                     if hoard_loses else "hoarding did not lose in the example"),
+        Claim("static-half", quote=QUOTE_STATIC, source="spec/001, the paragraph on quotas and fair share",
+              claimed=pct(CLAIM["static_waste"]), derived="one minus the busy share of each team",
+              verdict=UNCHECKABLE,
+              reason=f"static quotas sized to each team's peak idle one minus the share of time a team is busy, "
+                     f"whatever the number of teams; the source names no demand, so {pct(CLAIM['static_waste'])} "
+                     f"is the waste only for teams busy {pct(1 - CLAIM['static_waste'])} of the time, and the "
+                     f"free-for-all needs team sizes it does not give."),
+    ]
+
+
+# --- what the page shows --------------------------------------------------------------------------
+def pooling_curves(p, teams) -> dict:
+    """Closed-form idle share of the pool and the fleet saved, against the number of teams."""
+    ks = [pooled_size(int(n), p.busy_share, p.overflow) for n in teams]
+    return dict(teams=np.asarray(teams), idle=np.array([pooled_idle(int(n), p.busy_share, k) for n, k in zip(teams, ks)]),
+                saved=np.array([1 - k / n for n, k in zip(teams, ks)]), static=1 - p.busy_share)
+
+
+def decay_curve(days, half_lives) -> dict:
+    return {h: 0.5 ** (np.asarray(days) / h) for h in half_lives}
+
+
+def what_changes(p) -> dict:
+    def idle(n, bs):
+        k = pooled_size(n, bs, p.overflow)
+        return pooled_idle(n, bs, k), 1 - k / n
+    i4, s4 = idle(4, p.busy_share)
+    i64, s64 = idle(64, p.busy_share)
+    return {"wc-n-small": str(4), "wc-idle-small": pct(i4), "wc-saved-small": pct(s4),
+            "wc-n-large": str(64), "wc-idle-large": pct(i64), "wc-saved-large": pct(s64),
+            "wc-busy": pct(0.25), "wc-static-busy": pct(0.75),
+            "wc-eps": pct(0.01), "wc-eps-k": fmt(q(pooled_size(p.n_teams, p.busy_share, 0.01) * p.gpus_per_team, "GPU"))}
+
+
+def exercises() -> dict:
+    h2 = hoarding(2 * 24)
+    return {"ex1-days": fmt(q(7, "day")), "ex1-weight": pct(0.5 ** (7 / 3)), "ex1-h": fmt(q(3, "day")),
+            "ex2-h": fmt(q(2, "day")), "ex2-hoarder": fmt(h2["factors"]["hoarder"]), "ex2-fair": fmt(h2["factors"]["fair"]),
+            "ex3-n": str(32), "ex3-k": fmt(q(pooled_size(32, 0.5, 0.05) * 64, "GPU")),
+            "ex3-static": fmt(q(32 * 64, "GPU")), "ex3-idle": pct(pooled_idle(32, 0.5, pooled_size(32, 0.5, 0.05)))}
+
+
+def fair_share_table() -> list[list[str]]:
+    """The factor worked by hand: usage share against share."""
+    rows = []
+    for u, s in ((0.0, 0.25), (0.125, 0.25), (0.25, 0.25), (0.5, 0.25), (0.75, 0.25)):
+        rows.append([pct(u), pct(s), fmt(u / s), fmt(fair_share_factor(u, s))])
+    return rows
