@@ -1,0 +1,209 @@
+"""occupancy: registers per thread to resident warps, and why halving occupancy can double speed.
+
+The occupancy calculation (utils.occupancy.occupancy, the CUDA Occupancy Calculator's rule) turns a
+kernel's registers per thread and threads per block into the warps one SM holds. Speed does not follow
+occupancy: a memory-bound kernel moves bytes at the rate Little's law allows, bytes in flight over
+latency, and the bytes in flight per SM are warps x 32 lanes x independent loads per thread x bytes per
+load. A register-blocked kernel with four independent loads per thread at half the warps has twice the
+bytes in flight of a one-load kernel at full occupancy; while both are short of bandwidth x latency, it
+runs twice as fast.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from utils import catalog
+from utils.chain import Chain, as_float
+from utils.chains import Result
+from utils.occupancy import WARP, occupancy, sm_limits
+from utils.params import Param, ParameterError
+from utils.units import fmt, pct, q
+from utils.verdicts import READING, WRONG, Claim, within
+
+CALC = "the CUDA Occupancy Calculator's rule, applied by utils.occupancy.occupancy to sm_limits.toml"
+LATENCY_SOURCE = ("this book's assumption: a loaded HBM round trip of several hundred nanoseconds on "
+                  "Hopper; set it for another GPU or load")
+
+PARAMETERS = (
+    Param("gpu", "h200", "the GPU: a catalog accelerator key with per-SM limits in sm_limits.toml",
+          check="accelerator", source="catalog: NVIDIA H200, the book's reference GPU"),
+    Param("threads_per_block", 256, "threads per block, both kernels", check="whole",
+          source="this book's assumption: a common block size"),
+    Param("regs_max_occ", 32, "registers per thread of the occupancy-maximised kernel", check="whole",
+          source="this book's assumption: the most that still fills an SM with 2,048 threads"),
+    Param("regs_blocked", 64, "registers per thread of the register-blocked kernel", check="whole",
+          source="this book's assumption: four elements a thread, double the registers"),
+    Param("loads_max_occ", 1, "independent loads in flight per thread, occupancy-maximised kernel",
+          check="whole", source="one element a thread (a grid-stride copy)"),
+    Param("loads_blocked", 4, "independent loads in flight per thread, register-blocked kernel",
+          check="whole", source="four elements a thread, loaded before any is used"),
+    Param("load_bytes", 4, "bytes per load (fp32)", unit="B", check="whole", source="fp32 elements"),
+    Param("latency_ns", 600.0, "memory latency under load", unit="ns", source=LATENCY_SOURCE),
+)
+
+RESULTS = (
+    Result("warps_max_occ", "", "Resident warps per SM, occupancy-maximised kernel", of="w_a"),
+    Result("warps_blocked", "", "Resident warps per SM, register-blocked kernel", of="w_b"),
+    Result("occupancy_max_occ", "", "Occupancy, occupancy-maximised kernel", of="o_a", percent=True),
+    Result("occupancy_blocked", "", "Occupancy, register-blocked kernel", of="o_b", percent=True),
+    Result("bytes_in_flight_needed", "KiB", "Bytes in flight per SM that saturate HBM", of="Q"),
+    Result("speedup", "", "Speed of the register-blocked kernel over the occupancy-maximised one", of="s"),
+)
+
+
+def validate(p):
+    try:
+        sm_limits(p.gpu)
+    except KeyError:
+        raise ParameterError(f"gpu: {p.gpu.key!r} has no per-SM limits in utils/catalog/sm_limits.toml "
+                             f"(has: {', '.join(catalog.keys('sm_limit'))})") from None
+    for name, regs in (("regs_max_occ", p.regs_max_occ), ("regs_blocked", p.regs_blocked)):
+        try:
+            occupancy(p.threads_per_block, regs, 0, sm_limits(p.gpu))
+        except ValueError as e:
+            raise ParameterError(f"{name}: {e}") from None
+    for name in ("loads_max_occ", "loads_blocked", "load_bytes"):
+        if getattr(p, name) < 1:
+            raise ParameterError(f"{name} must be at least 1, got {getattr(p, name)!r}")
+
+
+def occupancy_chain(gpu, threads_per_block, regs_max_occ, regs_blocked, loads_max_occ, loads_blocked,
+                    load_bytes, latency_ns, *, source="parameters cell") -> Chain:
+    acc = catalog.accelerator(gpu) if isinstance(gpu, str) else gpu
+    lim = sm_limits(acc.key)
+    oa, ob = (occupancy(threads_per_block, r, 0, lim) for r in (regs_max_occ, regs_blocked))
+    ch = Chain(f"Two {int(threads_per_block)}-thread kernels on the {acc.name}: {int(regs_max_occ)} registers "
+               f"and {int(loads_max_occ)} load a thread against {int(regs_blocked)} and {int(loads_blocked)}")
+    ch.given("W", acc["hbm_bandwidth"], "HBM bandwidth")
+    ch.given("n_SM", acc["sm_count"], "SMs")
+    ch.given("W_max", lim.max_warps, "most warps an SM holds", kind="spec", source="sm_limits.toml")
+    ch.given("w_a", oa.warps, f"resident warps, {int(regs_max_occ)} registers a thread ({oa.limiter}-limited)",
+             kind="derived", source=CALC)
+    ch.given("w_b", ob.warps, f"resident warps, {int(regs_blocked)} registers a thread ({ob.limiter}-limited)",
+             kind="derived", source=CALC)
+    ch.step("o_a", "w_a/W_max", "", "occupancy, occupancy-maximised kernel")
+    ch.step("o_b", "w_b/W_max", "", "occupancy, register-blocked kernel")
+    ch.given("lat", q(latency_ns, "ns"), "memory latency under load", kind="assumption",
+             source=LATENCY_SOURCE if float(latency_ns) == 600.0 else source)
+    ch.given("b", q(load_bytes, "B"), "bytes per load", kind="assumption", source=source)
+    ch.given("k_a", int(loads_max_occ), "independent loads a thread, occupancy-maximised", kind="assumption",
+             source=source)
+    ch.given("k_b", int(loads_blocked), "independent loads a thread, register-blocked", kind="assumption",
+             source=source)
+    ch.given("L", WARP, "threads a warp")
+    ch.step("Q", "W*lat/n_SM", "KiB", "bytes in flight per SM that saturate HBM (Little's law)")
+    ch.step("F_a", "w_a*L*k_a*b", "KiB", "bytes in flight per SM, occupancy-maximised")
+    ch.step("F_b", "w_b*L*k_b*b", "KiB", "bytes in flight per SM, register-blocked")
+    ch.step("U_a", "Min(1, F_a/Q)", "", "share of HBM bandwidth reached, occupancy-maximised")
+    ch.step("U_b", "Min(1, F_b/Q)", "", "share of HBM bandwidth reached, register-blocked")
+    ch.step("s", "U_b/U_a", "", "speed of the register-blocked kernel over the occupancy-maximised one")
+    ch.solve("k_sat", "w_b*L*k_sat*b = Q", "", "loads a thread at which the register-blocked kernel saturates HBM")
+    return ch
+
+
+def compute(p) -> Chain:
+    return occupancy_chain(p.gpu, p.threads_per_block, p.regs_max_occ, p.regs_blocked, p.loads_max_occ,
+                           p.loads_blocked, p.load_bytes, p.latency_ns)
+
+
+# --- the claim ------------------------------------------------------------------------------------
+QUOTE = ("Occupancy is how many warps an SM holds against its maximum, and it is a means, not an end. The "
+         "arithmetic from registers per thread to resident warps, the launch bound that caps registers and "
+         "the spills that follow, the profiler's occupancy view, and the kernel where halving occupancy "
+         "doubled speed.")
+CLAIM = dict(gpu="h200", threads_per_block=256, regs_max_occ=32, regs_blocked=64, loads_max_occ=1,
+             loads_blocked=4, load_bytes=4, latency_ns=600.0, speedup=2.0)
+READING_TEXT = ("a memory-bound kernel whose lower-occupancy version does more independent work per thread "
+                "(register blocking: four loads in flight at half the warps), with both versions short of the "
+                "bytes in flight that saturate HBM; the speed comes from the bytes in flight, not from the "
+                "lower occupancy")
+
+
+def claim_chain() -> Chain:
+    c = {k: v for k, v in CLAIM.items() if k != "speedup"}
+    return occupancy_chain(**c, source="the claim, under the reading")
+
+
+def claims() -> list[Claim]:
+    ch = claim_chain()
+    s, o_ratio = as_float(ch["s"]), as_float(ch["o_b"] / ch["o_a"])
+    same = occupancy_chain(**{**{k: v for k, v in CLAIM.items() if k != "speedup"}, "loads_blocked": 1})
+    ok = within(s, CLAIM["speedup"], 0.05) and abs(o_ratio - 0.5) < 1e-9
+    return [Claim(
+        "halving", quote=QUOTE, source="spec/001, paragraph on occupancy; CHAINS.md, occupancy row",
+        claimed="halving occupancy doubled speed", derived=f"occupancy x{o_ratio:g}, speed x{s:.3g}",
+        verdict=READING if ok else WRONG, reading=READING_TEXT if ok else "",
+        nearest_true="" if ok else "speed follows bytes in flight, not occupancy",
+        reason=f"At {fmt(ch['w_b'])} warps against {fmt(ch['w_a'])} (occupancy {pct(as_float(ch['o_b']))} against "
+               f"{pct(as_float(ch['o_a']))}) the register-blocked kernel keeps {fmt(ch['F_b'])} in flight per SM "
+               f"against {fmt(ch['F_a'])}, both short of the {fmt(ch['Q'])} that saturates HBM, so it runs "
+               f"{s:.3g} times as fast; halving occupancy with no more work per thread gives "
+               f"{as_float(same['s']):.3g} times.")]
+
+
+def checks() -> dict:
+    ch = claim_chain()
+    same = occupancy_chain(**{**{k: v for k, v in CLAIM.items() if k != "speedup"}, "loads_blocked": 1})
+    more = occupancy_chain(**{**{k: v for k, v in CLAIM.items() if k != "speedup"}, "loads_blocked": 8})
+    return {"chain": ch, "same_work": as_float(same["s"]), "eight": as_float(more["s"]),
+            "glue": {"c-s": f"{as_float(ch['s']):.3g}", "c-same": f"{as_float(same['s']):.3g}",
+                     "c-eight": f"{as_float(more['s']):.3g}", "c-eight-k": fmt(8),
+                     "c-ksat": f"{as_float(ch['k_sat']):.3g}", "c-Ua": pct(as_float(ch["U_a"])),
+                     "c-Ub": pct(as_float(ch["U_b"]))}}
+
+
+# --- the page's tables and figures ------------------------------------------------------------------
+def register_staircase(gpu, threads_per_block, regs=range(1, 256)) -> tuple[np.ndarray, np.ndarray]:
+    """Occupancy against registers per thread: the staircase the allocation granularity draws."""
+    lim = sm_limits(gpu if isinstance(gpu, str) else gpu.key)
+    r = np.array(list(regs))
+    return r, np.array([occupancy(threads_per_block, int(x), 0, lim).occupancy for x in r])
+
+
+def bandwidth_curves(p, loads=(1, 2, 4, 8)) -> dict:
+    """Share of HBM bandwidth against resident warps per SM, for several independent loads per thread."""
+    ch = compute(p)
+    qb = as_float(ch["Q"], "B")
+    warps = np.arange(4, 65, 4)
+    return {"warps": warps, **{k: np.minimum(1.0, warps * WARP * k * p.load_bytes / qb) for k in loads}}
+
+
+def case_rows(gpu) -> list[tuple]:
+    """The calculator on a handful of launches, for the page's table (and the tests)."""
+    lim = sm_limits(gpu if isinstance(gpu, str) else gpu.key)
+    spec = [(256, 32, 0), (256, 64, 0), (256, 128, 0), (128, 37, 0), (256, 40, 0), (1024, 32, 0),
+            (256, 32, 48 * 1024), (64, 16, 0)]
+    rows = []
+    for t, r, s in spec:
+        o = occupancy(t, r, s, lim)
+        rows.append((str(t), str(r), f"{s:,}", str(o.blocks_by["warps"]), str(o.blocks_by["registers"]),
+                     str(o.blocks_by["shared memory"]), str(o.blocks), str(o.warps), pct(o.occupancy), o.limiter))
+    return rows
+
+
+def what_changes(p) -> dict:
+    base = {k: getattr(p, k) for k in ("threads_per_block", "regs_max_occ", "regs_blocked", "loads_max_occ",
+                                       "loads_blocked", "load_bytes", "latency_ns")}
+    lo = occupancy_chain(p.gpu, **{**base, "latency_ns": 300.0})
+    hi = occupancy_chain(p.gpu, **{**base, "latency_ns": 1200.0})
+    h100 = occupancy_chain("h100-sxm", **base)
+    a100 = occupancy_chain("a100-sxm-80gb", **base)
+    return {"w-lat-lo": fmt(q(300, "ns")), "w-s-lo": f"{as_float(lo['s']):.3g}",
+            "w-lat-hi": fmt(q(1200, "ns")), "w-s-hi": f"{as_float(hi['s']):.3g}",
+            "w-h100": f"{as_float(h100['s']):.3g}", "w-h100-Q": fmt(h100["Q"]),
+            "w-a100": f"{as_float(a100['s']):.3g}", "w-a100-Q": fmt(a100["Q"])}
+
+
+def exercises() -> dict:
+    lim = sm_limits("h200")
+    e1 = occupancy(128, 72, 0, lim)
+    e2 = occupancy(256, 32, 64 * 1024, lim)
+    a100 = sm_limits("a100-sxm-80gb")
+    e2a = occupancy(256, 32, 64 * 1024, a100)
+    ch = claim_chain()
+    need = as_float(ch["Q"], "B") / (as_float(ch["w_a"]) * WARP * 4)
+    return {"ex1-t": fmt(128), "ex1-r": fmt(72), "ex1-rw": fmt(e1.registers_per_warp), "ex1-w": fmt(e1.warps),
+            "ex1-o": pct(e1.occupancy), "ex1-lim": e1.limiter,
+            "ex2-s": fmt(q(64, "KiB")), "ex2-t": fmt(256), "ex2-b": fmt(e2.blocks), "ex2-o": pct(e2.occupancy),
+            "ex2-ba": fmt(e2a.blocks), "ex2-oa": pct(e2a.occupancy),
+            "ex3-k": f"{need:.3g}", "ex3-w": fmt(ch["w_a"])}
