@@ -540,3 +540,82 @@ def test_estimate_prints_a_duration():
     out = io.StringIO()
     assert M.main(["--estimate"], stdout=out, stderr=io.StringIO()) == 0
     assert re.search(r"about \d+ min for \d+ measurements \(full sizes\)", out.getvalue())
+
+
+# --- the batch-invariance measurement (chapters/serving/deterministic-sampling.ipynb) ------------------
+
+def test_batch_invariance_counts_and_sizes():
+    bi = M.REGISTRY["batch-invariance"]
+    s = {"d": 8, "vocab": 16, "batch": 4, "dtype": "bfloat16"}
+    assert bi.flops(s, "default") == bi.flops(s, "alone") == 2 * 4 * 8 * 16
+    assert bi.bytes(s, "default") == 2 * (8 * 16 + 4 * (8 + 16))           # W once, the batch in and out
+    assert bi.bytes(s, "alone") == 2 * (4 * 8 * 16 + 4 * (8 + 16))         # W once per row
+    full = bi.sizes["full"]
+    assert {x["batch"] for x in full} == {1, 8, 64, 256} and {x["dtype"] for x in full} == {"float32", "bfloat16"}
+    assert all(x["d"] == 4096 and x["vocab"] == 32768 for x in full)
+
+
+def test_batch_invariance_ties_are_exact_and_ulps_count_floats():
+    import torch
+
+    from utils.measurements import batch_invariance as bi
+    size = {"d": 64, "vocab": 40, "batch": 1, "dtype": "float32"}
+    ws, h, ref = bi._operands(M.FakeRuntime(), size)
+    w, n = ws[0].double(), bi.ties(40)
+    # products of float32s are exact in float64; fsum rounds their exact sum once
+    exact = [math.fsum((h.double() * w[:, j]).tolist()) for j in range(40)]
+    assert exact[0:2 * n:2] == exact[1:2 * n:2], "each pair ties in exact arithmetic"
+    assert max(range(40), key=exact.__getitem__) in (0, 1), "the constructed pair is the row's top two"
+    one = torch.tensor([1.0, -1.0, 0.0], dtype=torch.float32)
+    up = torch.nextafter(one, torch.full_like(one, 2.0))
+    assert (bi.ordered_bits(up) - bi.ordered_bits(one)).tolist() == [1, 1, 1]
+    down = torch.tensor([-0.0, 1.0], dtype=torch.bfloat16)
+    assert (bi.ordered_bits(torch.tensor([0.0, 1.0078125], dtype=torch.bfloat16)) - bi.ordered_bits(down)).tolist() == [0, 1]
+
+
+def test_batch_invariance_record_says_what_the_batch_did(full_run):
+    *_, records = full_run
+    (rec,) = [r for r in records.values() if r["name"] == "batch-invariance"]
+    assert {r["variant"] for r in rec["results"]} == {"default", "alone"} and rec["headline"] == "share_differ_fp32"
+    m = rec["metrics"]
+    for t in ("fp32", "bf16"):
+        for b in (8, 64, 256):
+            assert 0 <= m[f"share_differ_{t}_b{b}"]["value"] <= 1 and m[f"max_ulps_{t}_b{b}"]["value"] >= 0
+            assert m[f"argmax_changed_{t}_b{b}"]["value"] in (0.0, 1.0)
+            assert m[f"alone_share_differ_{t}_b{b}"]["value"] == 0, "rows computed alone never change"
+        assert m[f"alone_over_default_{t}"]["value"] > 1, "the fake roofline charges W once per row"
+
+
+def test_batch_invariance_a_variant_that_skips_rows_fails(monkeypatch):
+    import torch
+    real = torch.matmul
+
+    def lazy(a, b, out=None):
+        if a.shape[0] > 1:
+            return real(a[:-1], b, out=out[:-1])                     # the last row keeps its NaN poison
+        return real(a, b, out=out)
+    monkeypatch.setattr(torch, "matmul", lazy)
+    with pytest.raises(M.CheckFailed, match="batch-invariance default"):
+        M.measure(M.REGISTRY["batch-invariance"], M.FakeRuntime(), "tiny")
+
+
+# --- occupancy-ilp (chapters/kernels/occupancy.ipynb) ---------------------------------------------
+def test_occupancy_ilp_record_and_its_kernels(full_run):
+    from utils.measurements import occupancy_ilp as oi
+    rec = next(r for name, r in full_run[3].items() if name.startswith("occupancy-ilp--"))
+    assert {"bandwidth_max_occupancy", "bandwidth_register_blocked", "blocked_speedup"} <= set(rec["metrics"])
+    assert oi.elements_per_thread("max-occupancy") == 1 and oi.elements_per_thread("register-blocked") == 32
+    import torch
+    src = torch.arange(3001, dtype=torch.float32)      # not a multiple of either tile: the mask matters
+    for block, ilp, warps in oi.CONFIGS.values():
+        dst = torch.full_like(src, float("nan"))
+        assert torch.equal(oi.ilp_copy(src, dst, block, ilp, warps), src)
+
+
+def test_training_step_counts_six_n_per_token_and_checks_its_gradient():
+    """training-step (step-time-budget): 6 x layers x width^2 FLOPs per token; the check passes on CPU."""
+    ts = M.REGISTRY["training-step"]
+    s = {"layers": 3, "width": 16, "tokens": 5, "dtype": "float32"}
+    assert ts.flops(s, "step") == 6 * 3 * 16 * 16 * 5
+    rec = M.measure(ts, M.FakeRuntime(), "tiny")
+    assert all(c["passed"] for c in rec["checks"]) and rec["metrics"]["step_time"]["value"] > 0

@@ -1,0 +1,36 @@
+"""torch-compile's chain: the claim, the stages' order, the failures, bad inputs."""
+import pytest
+
+from utils import chains
+from utils.chains import torch_compile as tc
+from utils.params import ParameterError
+from utils.verdicts import READING
+
+
+def test_claim_holds_under_its_reading():
+    (c,) = tc.claims()
+    assert c.verdict == READING and "max-autotune" in c.reading
+
+
+def test_each_stage_buys_and_fusion_matches_the_kernel_fusion_byte_ratio():
+    r = chains.derive("torch-compile")
+    assert r["eager_time"] > r["inductor_time"] > r["graphs_time"]
+    assert r["inductor_speedup"].m == pytest.approx(5.0)      # equal launches: the byte ratio, exactly
+
+
+def test_breaks_give_the_gain_back_monotonically():
+    s = [chains.derive("torch-compile", graph_breaks=b)["broken_speedup"].m for b in (0, 1, 4, 16, 64)]
+    assert all(a > b for a, b in zip(s, s[1:]))
+    assert s[0] == pytest.approx(chains.derive("torch-compile")["graphs_speedup"].m)
+
+
+def test_big_tensors_leave_little_for_cuda_graphs():
+    r = chains.derive("torch-compile", n_elements=268435456.0)
+    assert r["graphs_speedup"].m / r["inductor_speedup"].m < 1.05
+
+
+@pytest.mark.parametrize("name, value", [("n_blocks", 0), ("launch_overhead_us", -1.0), ("gpu", "h900"),
+                                         ("graph_breaks", -1), ("compile_s", 0.0)])
+def test_bad_inputs_are_refused(name, value):
+    with pytest.raises(ParameterError, match=name if name != "gpu" else "h900"):
+        chains.derive("torch-compile", **{name: value})
