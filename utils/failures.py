@@ -19,6 +19,12 @@ import numpy as np
 import sympy as sp
 
 TAU_FORMULA = "sqrt(2*delta*M_u)"
+# Where the failure inputs of the training chains come from (frontier-run-400b, training-goodput-hangs):
+# one place for each, so the two chapters cite Llama 3's interruption record the same way.
+LLAMA3_INTERRUPTIONS_SOURCE = "Llama 3 paper sec. 3.3.4: 466 in 54 days on 16,384 H100s"
+LLAMA3_UNPLANNED_SOURCE = "Llama 3 paper sec. 3.3.4: 419 of 466 unexpected"
+RESTART_SOURCE = "this book's assumption; FlashRecovery (arXiv:2509.03047) reports 150 s on 4,800 devices"
+
 GOODPUT_FORMULA = "1 - delta/tau - tau/(2*M_u) - t_r/M"
 GOODPUT_OPT_FORMULA = "1 - sqrt(2*delta/M_u) - t_r/M"
 

@@ -11,7 +11,17 @@ import math
 from utils import catalog
 from utils.chain import Chain, as_float
 from utils.chains import Result
-from utils.failures import GOODPUT_FORMULA, TAU_FORMULA, goodput, lost_shares, optimum_exact, young_derivation
+from utils.failures import (
+    GOODPUT_FORMULA,
+    LLAMA3_INTERRUPTIONS_SOURCE,
+    LLAMA3_UNPLANNED_SOURCE,
+    RESTART_SOURCE,
+    TAU_FORMULA,
+    goodput,
+    lost_shares,
+    optimum_exact,
+    young_derivation,
+)
 from utils.params import Param, ParameterError
 from utils.training import six_nd
 from utils.units import fmt, pct, q, short
@@ -58,16 +68,16 @@ PARAMETERS = (
     Param("bytes_per_token", 4.0, "bytes of stored text per token", unit="byte/token",
           source="this book's assumption: about 4 bytes of UTF-8 per token; int32 token ids are 4 too"),
     Param("interruptions_per_gpu_day", 5.27e-4, "job interruptions per GPU per day", unit="1/GPU/day",
-          source="Llama 3 paper sec. 3.3.4: 466 in 54 days on 16,384 H100s"),
+          source=LLAMA3_INTERRUPTIONS_SOURCE),
     Param("unplanned_fraction", 0.90, "share of interruptions that are failures", check="fraction",
-          source="Llama 3 paper sec. 3.3.4: 419 of 466 unexpected"),
+          source=LLAMA3_UNPLANNED_SOURCE),
     Param("checkpoint_bytes_per_param", 12.0, "bytes written per parameter at each checkpoint",
           unit="byte/parameter", source="this book: fp32 master weights and Adam's two moments"),
     Param("checkpoint_write_gb_per_s", 2000.0, "aggregate write bandwidth to storage", unit="GB/s",
           source="Llama 3 paper sec. 3.3.1: Tectonic sustains 2 TB/s"),
     Param("restart_minutes", 10.0, "time from a failure to training again (detect, replace, relaunch, reload)",
           unit="minute", check="non_negative",
-          source="this book's assumption; FlashRecovery (arXiv:2509.03047) reports 150 s on 4,800 devices"),
+          source=RESTART_SOURCE),
 )
 
 RESULTS = (

@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from utils.chain import Chain, as_float
 from utils.chains import Result
-from utils.failures import GOODPUT_FORMULA, TAU_FORMULA, goodput
+from utils.failures import (
+    GOODPUT_FORMULA,
+    LLAMA3_INTERRUPTIONS_SOURCE,
+    LLAMA3_UNPLANNED_SOURCE,
+    RESTART_SOURCE,
+    TAU_FORMULA,
+    goodput,
+)
 from utils.params import Param
 from utils.units import duration, fmt, q
 from utils.verdicts import READING, Claim
@@ -19,16 +26,16 @@ PARAMETERS = (
     Param("n_gpus", 16384, "GPUs in the job", unit="GPU", check="whole",
           source="Llama 3 paper (arXiv:2407.21783) sec. 3.3.1 and Table 4: 16,384 H100s"),
     Param("interruptions_per_gpu_day", 5.27e-4, "job interruptions per GPU per day", unit="1/GPU/day",
-          source="Llama 3 paper sec. 3.3.4: 466 in 54 days on 16,384 H100s"),
+          source=LLAMA3_INTERRUPTIONS_SOURCE),
     Param("unplanned_fraction", 0.90, "share of interruptions that are failures (lose work)", check="fraction",
-          source="Llama 3 paper sec. 3.3.4: 419 of 466 unexpected"),
+          source=LLAMA3_UNPLANNED_SOURCE),
     Param("hang_fraction", 0.10, "share of interruptions that are hangs (detected only by a timeout)",
           check="share", source="this book's assumption"),
     Param("checkpoint_minutes", 1.0, "pause to write one checkpoint, delta", unit="minute",
           source="this book's assumption (an asynchronous write to a fast store)"),
     Param("restart_minutes", 10.0, "time from detection to training again (replace, relaunch, reload)",
           unit="minute", check="non_negative",
-          source="this book's assumption; FlashRecovery (arXiv:2509.03047) reports 150 s on 4,800 devices"),
+          source=RESTART_SOURCE),
     Param("timeout_minutes", 10.0, "collective timeout that fires the watchdog", unit="minute",
           source="PyTorch PR #110947, 'Change ProcessGroupNCCL default timeout to 10 min' "
                  "(github.com/pytorch/pytorch/pull/110947, read 2026-12-01): init_process_group's NCCL default"),
