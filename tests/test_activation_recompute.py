@@ -73,3 +73,16 @@ def test_the_counted_block_matches_the_formula():
     pred = ar.tiny_prediction(counts["ln_stat_bytes"])
     assert counts[False]["forward"] == pred["stored"] and counts[True]["forward"] == pred["kept"]
     assert counts[True]["flops"] * 3 == counts[False]["flops"] * 4
+
+
+def test_the_coefficients_are_the_symbolic_sum_s():
+    """TERMS reads each term's coefficients off the table at unit sizes; the expanded symbolic sum agrees and
+    is Korthikanti's sbh(34 + 5as/h) at two bytes an element."""
+    import sympy as sp
+    p, s, b, h, a = sp.symbols("p s b h a", positive=True)
+    layer = sp.expand(ar.layer_bytes(p, s, b, h, a))
+    t = ar.TERMS
+    assert sp.simplify(layer - (s * b * h * (t["n_width"] * p + t["n_mask_w"])
+                                + a * s**2 * b * (t["n_score"] * p + t["n_mask_s"]))) == 0
+    assert sp.simplify(layer.subs(p, 2) - s * b * h * (34 + 5 * a * s / h)) == 0
+    assert ar.layer_bytes(2, 512, 1, 64, 8) == int(layer.subs({p: 2, s: 512, b: 1, h: 64, a: 8}))

@@ -51,3 +51,11 @@ def test_more_time_fewer_cores_and_a_stricter_filter_a_bigger_crawl():
     base = chains.derive("data-pipeline-15t")
     assert chains.derive("data-pipeline-15t", days=28.0)["total_cores"] <= base["total_cores"] / 2 + 1
     assert chains.derive("data-pipeline-15t", keep_quality=0.25)["raw_bytes"].m == pytest.approx(2 * base["raw_bytes"].m)
+
+
+def test_bits_for_is_the_ceiling_of_log2_in_exact_arithmetic():
+    import sympy as sp
+    for v in (1, 2, 3, 255, 256, 257, 32000, 65535, 65536, 65537, 128256, 151936, 2 ** 40 + 1):
+        assert dp.bits_for(v) == int(sp.ceiling(sp.log(v, 2))), v
+    with pytest.raises(ValueError):
+        dp.bits_for(0)

@@ -39,7 +39,7 @@ def test_closed_form_is_the_float_route_and_its_elasticities():
     point = dict(gpu_capex=50000.0, residual_fraction=0.3, power_kw_per_gpu=1.275, pue=1.58, usd_per_kwh=0.0895,
                  ops_usd_per_gpu_year=3000.0, rent_usd_per_gpu_hour=3.99, hours=own["hours"])
     expr = money.breakeven_closed_form()
-    u = float(expr.subs({money.SYMBOLS[k]: v for k, v in point.items()}))
+    u = float(expr.subs({money.symbols()[k]: v for k, v in point.items()}))
     assert u == pytest.approx(money.breakeven_utilization(own["total"], 3.99, own["hours"]), rel=1e-12)
     el = money.elasticities(point)
     assert el["rent_usd_per_gpu_hour"] == pytest.approx(-1.0)

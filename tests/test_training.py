@@ -83,3 +83,19 @@ def test_zero_bytes_per_param_each_stage():
         zero_bytes_per_param(4, nd)
     with pytest.raises(ValueError):
         zero_bytes_per_param(1, 0)
+
+
+def test_the_counts_per_parameter_and_token_are_sympy_s_quotients():
+    """flops_per_parameter_token and attention_flops_per_token read the products at size one; the symbolic
+    quotients, taken over arbitrary sizes, are the same constants."""
+    import sympy as sp
+
+    from utils import training
+    b, m, n = sp.symbols("b m n", positive=True)
+    per = [sp.simplify(v / (m * n * b)) for v in training.linear_layer_passes().values()]
+    counts = training.flops_per_parameter_token()
+    assert all(p.is_number for p in per)
+    assert (counts["forward"], counts["backward"]) == (int(per[0]), int(sum(per[1:])))
+    T, d = sp.symbols("T d", positive=True)
+    full = sp.simplify(training._attention_products(T, d) / (T * T * d))
+    assert full.is_number and int(full) == training.attention_flops_per_token()["full"]

@@ -16,7 +16,6 @@ import math
 from functools import lru_cache
 
 import numpy as np
-import sympy as sp
 
 DT_S = 5.0                                   # integration step, seconds
 T_GRID = np.arange(0, 86400, DT_S) / 3600    # hours of the day
@@ -27,6 +26,7 @@ PEAK_HOUR = 14.0                             # where the peak sits (moves the fi
 def derivation() -> dict:
     """The curve's closed forms, derived with sympy: m_n, the peak equation, b from the trough, the
     steepest point tan(theta*/2) and the largest slope of (1 + cos theta)^n per radian."""
+    import sympy as sp
     n, b, P, phi, t, x = sp.symbols("n b P phi t x", positive=True)
     m_n = 2**n * sp.gamma(n + sp.Rational(1, 2)) / (sp.sqrt(sp.pi) * sp.gamma(n + 1))
     peak_eq = sp.Eq(P, b + (1 - b) * 2**n / m_n)
@@ -41,6 +41,7 @@ def derivation() -> dict:
 
 
 def derivation_latex() -> str:
+    import sympy as sp
     d = derivation()
     return (f"b = {sp.latex(d['trough_b'])}, \\qquad {sp.latex(d['peak_eq'])} , \\qquad "
             f"\\tan\\tfrac{{\\theta^*}}{{2}} = {sp.latex(d['x_star'])}")

@@ -11,50 +11,63 @@ the result, so a chain renders as a table of formula -> numbers -> answer and ev
 
 Formulas are strings over the symbols already in the chain (sympy parses them, so they render as LaTeX
 and can be solved for any unknown); they are evaluated with numpy on pint quantities, so a unit slip
-raises instead of printing a wrong number.
+raises instead of printing a wrong number. The numpy code sympy prints for each formula is kept in
+utils/formula_code.json (utils/formula_code.py), so computing a chain imports no sympy; showing one does.
 """
 from __future__ import annotations
 
-import contextlib
-import importlib
-import keyword
-import sys
-import types
 from dataclasses import dataclass
 
 import numpy as np
-import sympy as sp
-from sympy.printing.numpy import NumPyPrinter
 
+from utils import formula_code
 from utils.units import Q_, fmt
 
 
 @dataclass
 class Row:
-    symbol: sp.Symbol
+    name: str
     value: object                 # pint Quantity
     label: str
-    formula: sp.Expr | None = None
-    equation: sp.Eq | None = None  # for solved steps: the equation before solving
+    text: str = ""                # the step's formula, or the solved step's equation; "" for an input
+    names: tuple = ()             # the chain symbols that text mentions
+    solved: bool = False
     kind: str = ""
     source: str = ""
     digits: int = 3
+
+    # sympy is imported only to show a row (a notebook's table, LaTeX), never to compute one.
+    @property
+    def symbol(self):
+        import sympy as sp
+        return sp.Symbol(self.name)
+
+    @property
+    def formula(self):
+        """The step's sympy expression (for a solved step, the solution); None for an input."""
+        if not self.text:
+            return None
+        if self.solved:
+            return formula_code.solution(self.text, self.name, self.names)
+        return formula_code.parse(self.text, self.names)
+
+    @property
+    def equation(self):
+        """The equation a solved step was solved from; None otherwise."""
+        return formula_code.equation(self.text, self.name, self.names) if self.solved else None
 
 
 class Chain:
     def __init__(self, title: str = ""):
         self.title = title
         self.rows: list[Row] = []
-        self._symbols: dict[str, sp.Symbol] = {}
         self._values: dict[str, object] = {}
 
     # --- building ---------------------------------------------------------------------------
-    def _symbol(self, name: str) -> sp.Symbol:
-        if name in self._symbols:
+    def _new(self, name: str) -> str:
+        if name in self._values:
             raise ValueError(f"symbol {name!r} is already defined in this chain")
-        sym = sp.Symbol(name)
-        self._symbols[name] = sym
-        return sym
+        return name
 
     def given(self, name: str, value, label: str = "", *, kind: str = "", source: str = "",
               digits: int = 3):
@@ -63,48 +76,40 @@ class Chain:
         if hasattr(value, "source") and hasattr(value, "q"):
             kind, source, value = kind or value.kind, source or value.cite, value.q
         value = value if hasattr(value, "units") else Q_(value, "")
-        self.rows.append(Row(self._symbol(name), value, label, kind=kind, source=source, digits=digits))
+        self.rows.append(Row(self._new(name), value, label, kind=kind, source=source, digits=digits))
         self._values[name] = value
         return value
 
-    def _parse(self, text: str) -> sp.Expr:
-        # evaluate=False keeps the formula as written (k N D, not D N k) for display.
-        return sp.sympify(text, locals=dict(self._symbols), evaluate=False)
-
-    def _evaluate(self, expr: sp.Expr, unit: str | None):
-        free = sorted(expr.free_symbols, key=lambda s: s.name)
-        unknown = [s.name for s in free if s.name not in self._values]
+    def _evaluate(self, code: formula_code.Code, text: str, unit: str | None):
+        unknown = [n for n in code.free if n not in self._values]
         if unknown:
-            raise ValueError(f"formula {expr} uses undefined symbols {unknown}")
-        value = _numeric(expr, {s.name: self._values[s.name] for s in free})
+            raise ValueError(f"formula {text} uses undefined symbols {unknown}")
+        value = formula_code.evaluate(code, self._values)
         value = value if hasattr(value, "units") else Q_(value, "")
         return value.to(unit) if unit is not None else value.to_reduced_units()
+
+    def _symbols(self) -> set:
+        return {r.name for r in self.rows}
 
     def step(self, name: str, formula: str, unit: str | None = None, label: str = "", *,
              digits: int = 3):
         """A derived value: `formula` over earlier symbols, converted to `unit` (checked by pint)."""
-        expr = self._parse(formula)
-        value = self._evaluate(expr, unit)
-        self.rows.append(Row(self._symbol(name), value, label, formula=expr, digits=digits))
+        self._new(name)
+        symbols = self._symbols()
+        value = self._evaluate(formula_code.code_for_step(formula, symbols), formula, unit)
+        self.rows.append(Row(name, value, label, formula, tuple(formula_code.names_in(formula, symbols)),
+                             digits=digits))
         self._values[name] = value
         return value
 
     def solve(self, name: str, equation: str, unit: str | None = None, label: str = "", *,
               digits: int = 3):
         """Solve `lhs = rhs` for the new symbol `name`, show the closed form, and evaluate it."""
-        unknown = sp.Symbol(name)
-        lhs, rhs = equation.split("=")
-        local = {**self._symbols, name: unknown}
-        eq = sp.Eq(sp.sympify(lhs, locals=local), sp.sympify(rhs, locals=local))
-        # check=False: sympy's own back-substitution check costs a third of a re-derivation; the chain
-        # evaluates the solution with units right after, and more than one usable solution still raises.
-        with _no_sympy_units():
-            solutions = [s for s in sp.solve(eq, unknown, check=False) if not (s.is_number and s.is_negative)]
-        if len(solutions) != 1:
-            raise ValueError(f"{equation} has {len(solutions)} usable solutions for {name}")
-        value = self._evaluate(solutions[0], unit)
-        self._symbols[name] = unknown
-        self.rows.append(Row(unknown, value, label, formula=solutions[0], equation=eq, digits=digits))
+        self._new(name)
+        symbols = self._symbols() - {name}
+        value = self._evaluate(formula_code.code_for_solve(equation, name, symbols), equation, unit)
+        self.rows.append(Row(name, value, label, equation, tuple(formula_code.names_in(equation, symbols)),
+                             solved=True, digits=digits))
         self._values[name] = value
         return value
 
@@ -120,84 +125,53 @@ class Chain:
     def __getitem__(self, name: str):
         return self._values[name]
 
-    def closed_form(self, name: str) -> sp.Expr:
-        return next(r.formula for r in self.rows if r.symbol.name == name)
+    def closed_form(self, name: str):
+        """The sympy expression of a step (a solved step's solution)."""
+        return next(r.formula for r in self.rows if r.name == name)
 
     def latex(self, name: str) -> str:
         """LaTeX for one step: the equation (and its solution, for solved steps)."""
-        row = next(r for r in self.rows if r.symbol.name == name)
+        import sympy as sp
+        row = next(r for r in self.rows if r.name == name)
         out = sp.latex(sp.Eq(row.symbol, row.formula, evaluate=False), order="none")
-        if row.equation is not None:
+        if row.solved:
             out = sp.latex(row.equation) + r" \;\Rightarrow\; " + out
         return out
 
     def _substituted(self, row: Row) -> str:
-        names = {s: r"\text{" + fmt(self._values[s.name], digits=r.digits) + "}"
-                 for s in row.formula.free_symbols
-                 for r in self.rows if r.symbol == s}
+        import sympy as sp
+        digits = {r.name: r.digits for r in self.rows}
+        names = {s: r"\text{" + fmt(self._values[s.name], digits=digits[s.name]) + "}"
+                 for s in row.formula.free_symbols if s.name in digits}
         return sp.latex(row.formula, symbol_names=names, order="none", mul_symbol="times")
 
     def _repr_markdown_(self) -> str:
         # The value comes before the derivation, so the number the table exists for is always on
         # screen; the derivation (formula, then the numbers substituted) wraps or scrolls in its own
         # column (book/_static/book.css), and an input's kind and source sit there in small type.
+        import sympy as sp
         lines = [f"**{self.title}**\n"] if self.title else []
         lines += ['| <span class="chain-table"></span> | quantity | value | how |', "|---|---|--:|---|"]
         for r in self.rows:
             sym = f"${sp.latex(r.symbol)}$"
             value = fmt(r.value, digits=r.digits)
-            if r.formula is None:
+            if not r.text:
                 provenance = " · ".join(x for x in (r.kind, r.source) if x)
                 how = f"<small>input · {provenance}</small>" if provenance else "<small>input</small>"
                 lines.append(f"| {sym} | {r.label} | {value} | {how} |")
             else:
-                lines.append(f"| {sym} | {r.label} | **{value}** | ${self.latex(r.symbol.name)}$<br>"
+                lines.append(f"| {sym} | {r.label} | **{value}** | ${self.latex(r.name)}$<br>"
                              f"$= {self._substituted(r)}$ |")
         return "\n".join(lines)
 
     def __repr__(self) -> str:
-        width = max((len(r.symbol.name) for r in self.rows), default=0)
+        width = max((len(r.name) for r in self.rows), default=0)
         lines = [self.title] if self.title else []
         for r in self.rows:
-            how = "input" if r.formula is None else f"= {r.formula}"
-            lines.append(f"{r.symbol.name:<{width}}  {fmt(r.value, digits=r.digits):>22}  {how}  "
+            how = "input" if not r.text else f"= {r.formula}"
+            lines.append(f"{r.name:<{width}}  {fmt(r.value, digits=r.digits):>22}  {how}  "
                          f"{r.label}".rstrip())
         return "\n".join(lines)
-
-
-@contextlib.contextmanager
-def _no_sympy_units():
-    """sympy's simplify imports sympy.physics.units (a tenth of a second, once per process) only to ask
-    whether the expression holds a sympy Quantity or Unit; a chain's never does (its units are pint's). For the
-    length of a solve, that import finds a stand-in whose Quantity and Unit nothing is an instance of; the stand-in
-    is removed afterwards, so a later `import sympy.physics.units` gets the real module."""
-    name = "sympy.physics.units"
-    if name in sys.modules:
-        yield
-        return
-    stand_in = types.ModuleType(name)
-    stand_in.Quantity = type("Quantity", (), {})
-    stand_in.Unit = type("Unit", (), {})
-    sys.modules[name] = stand_in
-    try:
-        yield
-    finally:
-        if sys.modules.get(name) is stand_in:
-            del sys.modules[name]
-
-
-def _numeric(expr: sp.Expr, values: dict):
-    """`expr` evaluated on `values`, from the code `sympy.lambdify(..., modules="numpy")` would write (so the
-    same operations in the same order), run in a namespace of only the numpy names that code uses: lambdify's
-    own namespace is `from numpy import *`, which imports numpy.f2py and costs a fifth of a re-derivation."""
-    if not all(name.isidentifier() and not keyword.iskeyword(name) for name in values):
-        return sp.lambdify(list(map(sp.Symbol, values)), expr, modules="numpy")(*values.values())
-    printer = NumPyPrinter({"fully_qualified_modules": False, "inline": True, "allow_unknown_functions": True,
-                            "user_functions": {}})
-    code = printer.doprint(expr)
-    namespace = {name: getattr(importlib.import_module(module), name)
-                 for module, names in printer.module_imports.items() for name in names}
-    return eval(code, namespace, dict(values))  # noqa: S307 - code printed by sympy from the chain's own formula
 
 
 def as_float(x, unit: str | None = None) -> float:

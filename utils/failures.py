@@ -14,9 +14,12 @@ exact expectation for exponentially distributed failures is here too, to check b
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
-import sympy as sp
+
+if TYPE_CHECKING:
+    import sympy as sp
 
 TAU_FORMULA = "sqrt(2*delta*M_u)"
 # Where the failure inputs of the training chains come from (frontier-run-400b, training-goodput-hangs):
@@ -31,6 +34,7 @@ GOODPUT_OPT_FORMULA = "1 - sqrt(2*delta/M_u) - t_r/M"
 
 @lru_cache(maxsize=None)
 def symbols() -> dict:
+    import sympy as sp
     return dict(zip(("tau", "delta", "M_u", "M", "t_r"), sp.symbols("tau delta M_u M t_r", positive=True)))
 
 
@@ -38,6 +42,7 @@ def symbols() -> dict:
 def young_derivation() -> dict[str, sp.Expr]:
     """The optimum derived with sympy: {'lost', 'goodput', 'dG', 'tau_opt', 'goodput_opt', 't_r_for'}.
     t_r_for solves G(tau*) = G for the restart time (the largest restart a reported goodput allows)."""
+    import sympy as sp
     s = symbols()
     tau, delta, M_u, M, t_r = (s[k] for k in ("tau", "delta", "M_u", "M", "t_r"))
     lost = delta / tau + tau / (2 * M_u) + t_r / M
@@ -53,17 +58,20 @@ def young_derivation() -> dict[str, sp.Expr]:
 
 def formulas_agree() -> bool:
     """The chain's closed forms (as a reader writes them) equal sympy's derivation."""
+    import sympy as sp
     d, s = young_derivation(), symbols()
     return all(sp.simplify(sp.sympify(text, locals=s) - d[key]) == 0 for text, key in
                ((TAU_FORMULA, "tau_opt"), (GOODPUT_FORMULA, "goodput"), (GOODPUT_OPT_FORMULA, "goodput_opt")))
 
 
 def latex(text: str) -> str:
+    import sympy as sp
     return sp.latex(sp.sympify(text, locals=symbols(), evaluate=False), order="none")
 
 
 def derivation_latex() -> str:
     """One display-math line: G(tau), its derivative set to zero, tau* and G(tau*)."""
+    import sympy as sp
     d = young_derivation()
     return (f"G(\\tau) = {latex(GOODPUT_FORMULA)}, \\qquad \\frac{{dG}}{{d\\tau}} = {sp.latex(d['dG'])} = 0 "
             f"\\;\\Rightarrow\\; \\tau^* = {latex(TAU_FORMULA)}, \\qquad G(\\tau^*) = {latex(GOODPUT_OPT_FORMULA)}")

@@ -16,8 +16,11 @@ the elasticities are differentiated from. Used by buy-vs-rent and the fleet chap
 from __future__ import annotations
 
 import math
+from functools import lru_cache
+from typing import TYPE_CHECKING
 
-import sympy as sp
+if TYPE_CHECKING:
+    import sympy as sp
 
 HOURS_PER_YEAR = 365.25 * 24   # 8,766 h: pint's year (a Julian year), the one the chains use
 
@@ -89,14 +92,19 @@ def breakeven_rent(owned_total: float, hours: float, utilization: float = 1.0) -
 
 
 # --- symbolic form, for elasticities and solving for any input -------------------------------------
-SYMBOLS = dict(zip(("gpu_capex", "residual_fraction", "power_kw_per_gpu", "pue", "usd_per_kwh",
-                    "ops_usd_per_gpu_year", "rent_usd_per_gpu_hour", "hours"),
-                   sp.symbols("C_cap f_res P PUE p_e c_ops r H", positive=True)))
+@lru_cache(maxsize=1)
+def symbols() -> dict:
+    """{input name: sympy symbol} (sympy is imported only when the symbolic form is asked for)."""
+    import sympy as sp
+    return dict(zip(("gpu_capex", "residual_fraction", "power_kw_per_gpu", "pue", "usd_per_kwh",
+                     "ops_usd_per_gpu_year", "rent_usd_per_gpu_hour", "hours"),
+                    sp.symbols("C_cap f_res P PUE p_e c_ops r H", positive=True)))
 
 
 def breakeven_closed_form() -> sp.Expr:
-    """u_be = (C_cap (1 - f_res) + (P PUE p_e + c_ops / 8766 h) H) / (r H), in SYMBOLS."""
-    s = SYMBOLS
+    """u_be = (C_cap (1 - f_res) + (P PUE p_e + c_ops / 8766 h) H) / (r H), in symbols()."""
+    import sympy as sp
+    s = symbols()
     return ((s["gpu_capex"] * (1 - s["residual_fraction"])
              + (s["power_kw_per_gpu"] * s["pue"] * s["usd_per_kwh"]
                 + s["ops_usd_per_gpu_year"] / sp.Float(HOURS_PER_YEAR)) * s["hours"])
@@ -104,17 +112,19 @@ def breakeven_closed_form() -> sp.Expr:
 
 
 def elasticities(point: dict) -> dict:
-    """d ln u_be / d ln x for each input (the hours excepted), at `point` {SYMBOLS name: value}."""
+    """d ln u_be / d ln x for each input (the hours excepted), at `point` {input name: value}."""
+    import sympy as sp
     u = breakeven_closed_form()
-    subs = {SYMBOLS[k]: v for k, v in point.items()}
-    return {k: float((sp.diff(u, s) * s / u).subs(subs)) for k, s in SYMBOLS.items() if k != "hours"}
+    subs = {symbols()[k]: v for k, v in point.items()}
+    return {k: float((sp.diff(u, s) * s / u).subs(subs)) for k, s in symbols().items() if k != "hours"}
 
 
 def solve_breakeven_for(name: str, point: dict, u: float = 1.0) -> float:
     """The value of input `name` that puts the break-even at `u`, the others at `point`."""
-    target = SYMBOLS[name]
+    import sympy as sp
+    target = symbols()[name]
     (root,) = sp.solve(sp.Eq(breakeven_closed_form(), u), target)
-    return float(root.subs({SYMBOLS[k]: v for k, v in point.items() if k != name}))
+    return float(root.subs({symbols()[k]: v for k, v in point.items() if k != name}))
 
 
 # --- the same arithmetic as chain steps (units checked by pint) ----------------------------------

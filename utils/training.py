@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-
-import sympy as sp
+from typing import TYPE_CHECKING
 
 from utils.units import q
+
+if TYPE_CHECKING:
+    import sympy as sp
 
 
 def matmul_flops(p, q_, r):
@@ -22,10 +24,8 @@ def matmul_flops(p, q_, r):
     return 2 * p * q_ * r
 
 
-@lru_cache(maxsize=None)
-def linear_layer_passes() -> dict[str, sp.Expr]:
+def _linear_layer_products(b, m, n) -> dict:
     """The three products of a linear layer Y = XW (b tokens, m x n weight) in one training step."""
-    b, m, n = sp.symbols("b m n", positive=True)
     return {
         r"forward $Y = XW$": matmul_flops(b, m, n),
         r"backward $\partial X = \partial Y\,W^\top$": matmul_flops(b, n, m),
@@ -34,24 +34,36 @@ def linear_layer_passes() -> dict[str, sp.Expr]:
 
 
 @lru_cache(maxsize=None)
+def linear_layer_passes() -> dict[str, sp.Expr]:
+    """The three products in sympy symbols b, m, n (for the page's derivation)."""
+    import sympy as sp
+    return _linear_layer_products(*sp.symbols("b m n", positive=True))
+
+
+@lru_cache(maxsize=None)
 def flops_per_parameter_token() -> dict[str, int]:
-    """{'forward': 2, 'backward': 4, 'train': 6, 'recompute': 8}, from the products above."""
-    b, m, n = sp.symbols("b m n", positive=True)
-    per = [sp.simplify(v / (m * n * b)) for v in linear_layer_passes().values()]
-    forward, backward = int(per[0]), int(sum(per[1:]))
+    """{'forward': 2, 'backward': 4, 'train': 6, 'recompute': 8}, from the products above. Each product is
+    2 x (its three sizes), so its FLOPs per parameter (m n) per token (b) are its value at b = m = n = 1 (the
+    symbolic quotient, which tests/test_training.py takes with sympy, is the same constant)."""
+    per = list(_linear_layer_products(1, 1, 1).values())
+    forward, backward = per[0], sum(per[1:])
     # Activation recomputation runs the forward pass again in the backward pass.
     return {"forward": forward, "backward": backward, "train": forward + backward,
             "recompute": 2 * forward + backward}
 
 
+def _attention_products(T, d) -> int:
+    """Training FLOPs of QK^T and AV for one sequence of T tokens and one layer of attention width d, the full
+    square: forward QK^T (T x d by d x T) and AV (T x T by T x d), backward twice the forward."""
+    return 3 * (matmul_flops(T, d, T) + matmul_flops(T, T, d))
+
+
 @lru_cache(maxsize=None)
 def attention_flops_per_token() -> dict[str, int]:
     """Training FLOPs per token, per layer, per context token, per unit of attention width:
-    {'causal': 6, 'full': 12} (forward QK^T and AV, backward twice the forward)."""
-    T, d = sp.symbols("T d_attn", positive=True)
-    forward_full = matmul_flops(T, d, T) + matmul_flops(T, T, d)     # per sequence, per layer
-    train_full = 3 * forward_full
-    full = int(sp.simplify(train_full / T / (T * d)))
+    {'causal': 6, 'full': 12}: the products' FLOPs over T tokens, T context tokens and d, which is their value
+    at T = d = 1 (each is a constant times T^2 d; tests/test_training.py takes the quotient with sympy)."""
+    full = _attention_products(1, 1)
     return {"causal": full // 2, "full": full}
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import sympy as sp
 
 from utils import catalog
 from utils.chain import Chain, as_float
@@ -81,40 +80,63 @@ CLAIM = dict(compute_overhead=1 / 3, memory_ratio=10, selective_below=0.05,
              model="llama-3-70b", seq_len=8192, micro_batch=1, tensor_parallel=8, pipeline_parallel=4,
              gpu="h100-sxm", bytes_per_activation=2, state_bytes_per_param=16.0, hbm_usable=0.90)
 
-# --- what a GPT-style layer stores (Korthikanti's table), symbolically -----------------------------
-s_, b_, h_, a_, p_ = sp.symbols("s b h a p", positive=True)
+# --- what a GPT-style layer stores (Korthikanti's table) ----------------------------------------------
+# Each entry's bytes as a function of (p bytes per element, s sequence, b micro-batch, h width, a heads):
+# called with sympy symbols for the page's table, with integers for the coefficients the chain uses.
 STORED = (
-    ("attention", "layernorm input", p_ * s_ * b_ * h_),
-    ("attention", "QKV projection input (the norm's output)", p_ * s_ * b_ * h_),
-    ("attention", "$Q$ and $K$, for $QK^\\top$", 2 * p_ * s_ * b_ * h_),
-    ("attention", "softmax output, $a$ maps of $s \\times s$", p_ * a_ * s_**2 * b_),
-    ("attention", "dropout mask on the probabilities", a_ * s_**2 * b_),
-    ("attention", "dropout output, for $AV$", p_ * a_ * s_**2 * b_),
-    ("attention", "$V$, for $AV$", p_ * s_ * b_ * h_),
-    ("attention", "output projection input", p_ * s_ * b_ * h_),
-    ("attention", "dropout mask after the projection", s_ * b_ * h_),
-    ("MLP", "layernorm input", p_ * s_ * b_ * h_),
-    ("MLP", "first linear input", p_ * s_ * b_ * h_),
-    ("MLP", "GELU input, width $4h$", 4 * p_ * s_ * b_ * h_),
-    ("MLP", "second linear input (GELU output), width $4h$", 4 * p_ * s_ * b_ * h_),
-    ("MLP", "dropout mask after the MLP", s_ * b_ * h_),
+    ("attention", "layernorm input", lambda p, s, b, h, a: p * s * b * h),
+    ("attention", "QKV projection input (the norm's output)", lambda p, s, b, h, a: p * s * b * h),
+    ("attention", "$Q$ and $K$, for $QK^\\top$", lambda p, s, b, h, a: 2 * p * s * b * h),
+    ("attention", "softmax output, $a$ maps of $s \\times s$", lambda p, s, b, h, a: p * a * s**2 * b),
+    ("attention", "dropout mask on the probabilities", lambda p, s, b, h, a: a * s**2 * b),
+    ("attention", "dropout output, for $AV$", lambda p, s, b, h, a: p * a * s**2 * b),
+    ("attention", "$V$, for $AV$", lambda p, s, b, h, a: p * s * b * h),
+    ("attention", "output projection input", lambda p, s, b, h, a: p * s * b * h),
+    ("attention", "dropout mask after the projection", lambda p, s, b, h, a: s * b * h),
+    ("MLP", "layernorm input", lambda p, s, b, h, a: p * s * b * h),
+    ("MLP", "first linear input", lambda p, s, b, h, a: p * s * b * h),
+    ("MLP", "GELU input, width $4h$", lambda p, s, b, h, a: 4 * p * s * b * h),
+    ("MLP", "second linear input (GELU output), width $4h$", lambda p, s, b, h, a: 4 * p * s * b * h),
+    ("MLP", "dropout mask after the MLP", lambda p, s, b, h, a: s * b * h),
 )
 
 
+def layer_bytes(p, s, b, h, a):
+    """The layer's stored bytes: the table's entries summed (integers in, an integer out; symbols, a sympy sum)."""
+    return sum(e(p, s, b, h, a) for _, _, e in STORED)
+
+
 def layer_terms() -> dict:
-    """The layer's bytes, split into the width term sbh(16p + 2) and the score term as^2b(2p + 1)."""
-    layer = sp.expand(sum(e for _, _, e in STORED))
-    score = sp.expand(sum(e for _, _, e in STORED if e.has(a_)))
-    width = sp.expand(layer - score)
-    c_width = sp.simplify(width / (s_ * b_ * h_))
-    c_score = sp.simplify(score / (a_ * s_**2 * b_))
-    assert sp.simplify(layer.subs(p_, 2) - s_ * b_ * h_ * (34 + 5 * a_ * s_ / h_)) == 0   # Korthikanti's form
-    return dict(layer=layer, n_width=int(c_width.coeff(p_)), n_mask_w=int(c_width.subs(p_, 0)),
-                n_score=int(c_score.coeff(p_)), n_mask_s=int(c_score.subs(p_, 0)),
-                c_w2=int(c_width.subs(p_, 2)), c_s2=int(c_score.subs(p_, 2)))
+    """The layer's bytes split into the width term sbh(16p + 2) and the score term as^2b(2p + 1). Every entry is
+    one monomial, either in s b h (width) or in a s^2 b (score, the ones that vanish without heads), so each
+    term's coefficient at p is the entries' sum at s = b = h = 1 (tests/test_activation_recompute.py expands
+    the symbolic sum and checks Korthikanti's 34 + 5as/h)."""
+    score = [e for _, _, e in STORED if e(1, 1, 1, 1, 0) == 0]
+    width = [e for _, _, e in STORED if e(1, 1, 1, 1, 0) != 0]
+
+    def c_width(p):
+        return sum(e(p, 1, 1, 1, 1) for e in width)
+
+    def c_score(p):
+        return sum(e(p, 1, 1, 1, 1) for e in score)
+    return dict(n_width=c_width(1) - c_width(0), n_mask_w=c_width(0), n_score=c_score(1) - c_score(0),
+                n_mask_s=c_score(0), c_w2=c_width(2), c_s2=c_score(2))
 
 
 TERMS = layer_terms()
+
+
+def layer_expression():
+    """The layer's stored bytes as one sympy expression, expanded (for the page)."""
+    import sympy as sp
+    return sp.expand(layer_bytes(*sp.symbols("p s b h a", positive=True)))
+
+
+def stored_table() -> list[tuple]:
+    """(block, what, the entry's sympy expression) for the page."""
+    import sympy as sp
+    syms = sp.symbols("p s b h a", positive=True)
+    return [(blk, what, e(*syms)) for blk, what, e in STORED]
 
 
 def llama_coefficients(m, p=2) -> tuple[float, float]:
@@ -386,6 +408,7 @@ EX1 = dict(seq_len=2048, micro_batch=8)
 
 def exercises(p) -> dict:
     """Worked answers, glued into hidden dropdowns."""
+    import sympy as sp
     ex1 = recompute_chain(**{**_args(p), **EX1})
     b1, _, cheaper1 = micro_batch_way_out(ex1)
     ex2 = recompute_chain("llama-3-8b", 8192, 1, 8, 1, "h100-sxm", 2, 16.0, 0.90, source="exercise 2")
@@ -416,7 +439,7 @@ def tiny_prediction(ln_stat_bytes: int) -> dict:
     """What the table predicts autograd saves for TINY's stack: the formula at p = 2 plus the layernorms'
     per-token mean and 1/std, which the formula rounds away (no factor h)."""
     sb, h, a, s = TINY["seq"] * TINY["batch"], TINY["h"], TINY["heads"], TINY["seq"]
-    per_layer = int(TERMS["layer"].subs({p_: 2, s_: s, b_: TINY["batch"], h_: h, a_: a}))
+    per_layer = layer_bytes(2, s, TINY["batch"], h, a)
     stats = 2 * 2 * sb * ln_stat_bytes
     return dict(per_layer=per_layer, stats=TINY["layers"] * stats, stored=TINY["layers"] * (per_layer + stats),
                 kept=TINY["layers"] * 2 * sb * h, formula_ratio=per_layer / (2 * sb * h))

@@ -9,9 +9,9 @@ Both are placed on the GPU's roofline (the harness's measured ceilings where a r
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
-import sympy as sp
 
 from utils import catalog, measured, roofline
 from utils.chain import Chain, as_float
@@ -19,6 +19,9 @@ from utils.chains import Result
 from utils.params import Param
 from utils.units import auto_bytes, fmt, pct, q
 from utils.verdicts import READING, Claim
+
+if TYPE_CHECKING:
+    import sympy as sp
 
 PARAMETERS = (
     Param("gpu", "h200", "the accelerator: a catalog key or a spec file", check="accelerator",
@@ -214,6 +217,7 @@ def check_table(ck: dict) -> list[list[str]]:
 def online_softmax_identity() -> sp.Expr:
     """Two blocks (two scores, then one) under free running maxima m_1, m_2, against the direct softmax:
     the residual sympy simplifies to."""
+    import sympy as sp
     s1, s2, s3, v1, v2, v3, m1, m2 = sp.symbols("s_1 s_2 s_3 v_1 v_2 v_3 m_1 m_2", real=True)
     l_1 = sp.exp(s1 - m1) + sp.exp(s2 - m1)                      # block 1 under its running max m1
     a_1 = sp.exp(s1 - m1) * v1 + sp.exp(s2 - m1) * v2

@@ -13,7 +13,6 @@ import math
 from fractions import Fraction
 
 import numpy as np
-import sympy as sp
 
 from utils import catalog, cluster
 from utils.chain import Chain, as_float
@@ -303,7 +302,7 @@ def feed_chain(tapered) -> Chain:
     feed.given("P_14", q(CLAIM["power_w"], "W").to("MW"), "the claim's feed", kind="spec", source=SOURCE)
     feed.given("PUE", tapered["PUE"], "power usage effectiveness", kind="assumption", source="this book")
     for name in ("G_prov", "p_gpu", "P_net", "P_st"):
-        feed.given(name, tapered[name], next(r.label for r in tapered.rows if r.symbol.name == name),
+        feed.given(name, tapered[name], next(r.label for r in tapered.rows if r.name == name),
                    kind="derived", source="the claim's chain")
     feed.given("g", q(8, "GPU"), "GPUs per node", kind="spec", source="the claim")
     feed.solve("p_srv", "P_14 = PUE*(G_prov*(p_gpu + p_srv) + P_net + P_st)", "W/GPU", "rest of the server per GPU")
@@ -390,6 +389,7 @@ def counted(x, noun) -> str:
 
 def closed_forms() -> dict:
     """The switch count without ceilings as a closed form in the taper, and Young's interval, by sympy."""
+    import sympy as sp
     N, k, s, n_sw = sp.symbols("N k s N_sw", positive=True)
     closed = sp.simplify(N / (k / 2) + (N + N / s) / k + (N / s) / k)
     tau, delta, M = sp.symbols("tau delta M", positive=True)

@@ -424,7 +424,7 @@ def chain_texts(p) -> dict:
     """The numbers the chain section's prose names, for the reader's parameters."""
     ch, floor = compute(p), compute(p.replace(decode_bandwidth_efficiency=1.0))
     rho = ch["rho"].m
-    if "T_x" in [r.symbol.name for r in ch.rows]:
+    if "T_x" in [r.name for r in ch.rows]:
         line = (f"At this batch the two cost the same at a context of {fmt(ch['T_x'].m)} tokens; longer contexts "
                 "make the generated token the dearer.")
     elif ch["B"] <= ch["B_x"]:

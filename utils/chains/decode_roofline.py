@@ -9,7 +9,6 @@ caps the batch at the sequences whose caches fit; the crossover context is where
 from __future__ import annotations
 
 import numpy as np
-import sympy as sp
 
 from utils import catalog, models, roofline, serving
 from utils.chain import Chain, as_float
@@ -123,12 +122,13 @@ def compute(p) -> Chain:
 
 
 def has(ch, name) -> bool:
-    return any(r.symbol.name == name for r in ch.rows)
+    return any(r.name == name for r in ch.rows)
 
 
 # --- the two intensities, symbolically ---------------------------------------------------------------
 def intensities() -> dict:
     """The GEMM's intensity and its weight term (d >> B), and the KV term's, derived with sympy."""
+    import sympy as sp
     B, d_in, d_out, b_w, b_a = sp.symbols("B d_in d_out b_w b_a", positive=True)
     gemm = 2 * B * d_in * d_out / (b_w * d_in * d_out + b_a * B * (d_in + d_out))
     weight = sp.limit(gemm.subs(d_out, d_in), d_in, sp.oo)
@@ -163,7 +163,7 @@ def prose(p, ch) -> dict:
         "bandwidth": fmt(ch["W"] * q(1, "GPU"), "TB/s"), "intensity-per-seq": fmt(ch["I_1"]),
         "n-read": short(ch["N_r"].m), "bytes-per-weight": fmt(p.weight_bytes_per_param),
         "weights-gb": fmt(ch["M_w"]), "memory-total": fmt(ch["C"] * ch["g"]), "engine-share": pct(ch["u"]),
-        "memory-label": ch.rows[[r.symbol.name for r in ch.rows].index("C")].label.replace("HBM per GPU, ", ""),
+        "memory-label": ch.rows[[r.name for r in ch.rows].index("C")].label.replace("HBM per GPU, ", ""),
         "kv-budget": fmt(ch["M_kv"]), "kv-per-token": fmt(ch["kappa"], "kB/token"), "kv-per-seq": fmt(ch["kv_u"] * per_seq),
         "ceiling-vs-ridge": "below" if capped else "above", "i-ceiling": fmt(ch["I_c"]), "i-inf": fmt(ch["I_inf"]),
         "t-compute": fmt(ch["t_F"]), "t-memory": fmt(ch["t_M"]), "t-batch1": fmt(ch["t_1"]),

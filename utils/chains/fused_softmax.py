@@ -112,7 +112,7 @@ def compute(p) -> Chain:
 def reading(p, ch: Chain) -> dict:
     """The prose around the chain."""
     acc = p.gpu
-    roof_kind = next(r for r in ch.rows if r.symbol.name == "W").kind
+    roof_kind = next(r for r in ch.rows if r.name == "W").kind
     l2 = acc.get("l2_cache")
     tensor = ch["M"] / ch["p"]
     if l2 is None:

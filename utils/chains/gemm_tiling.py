@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import sympy as sp
 
 from utils import catalog
 from utils.chain import Chain, as_float
@@ -117,6 +116,7 @@ def chip_of(gpu, elem_bytes) -> Chip:
 
 def closed_form() -> dict:
     """The bookkeeping in sympy: bytes per multiply-add of the whole grid, the naive case, the ridge tile."""
+    import sympy as sp
     M, N, K, BM, BN, BK, e, T, I_star = sp.symbols("M N K B_M B_N B_K e T I^*", positive=True)
     total = (M / BM) * (N / BN) * (K / BK) * (BM * BK + BK * BN) * e
     per_fma = sp.simplify(total / (M * N * K))

@@ -84,7 +84,7 @@ def compute(p) -> Chain:
 
 
 def reading(p, ch: Chain) -> dict:
-    kind = next(r for r in ch.rows if r.symbol.name == "t_Lu").kind
+    kind = next(r for r in ch.rows if r.name == "t_Lu").kind
     return {
         "intro-ops": fmt(p.n_ops), "p-n": short(p.n_elements), "p-bytes-unfused": auto_bytes(ch["M_u"]),
         "p-bytes-fused": auto_bytes(ch["M_f"]), "p-roof": ch["W"], "p-launch": ch["t_Lu"],

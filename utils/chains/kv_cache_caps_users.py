@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import sympy as sp
 
 from utils import catalog, models, roofline, serving
 from utils.chain import Chain, as_float
@@ -134,7 +133,7 @@ def users_chain(m, acc, gpus_per_node, weight_bytes_per_param, kv_bytes_per_elem
 
 
 def has_turn(ch) -> bool:
-    return any(row.symbol.name == "T_x" for row in ch.rows)
+    return any(row.name == "T_x" for row in ch.rows)
 
 
 def compute(p) -> Chain:
@@ -198,6 +197,7 @@ def claim_chain(**changes) -> Chain:
 def roofline_route(cc) -> dict:
     """Second route, at any rate: a step's intensity B f / (N_r b_w + B kv_u) rises with the batch B towards
     f / kv_u; below the ridge no batch is compute-bound. T_r is the context above which that holds."""
+    import sympy as sp
     chip = roofline.chip(CLAIM["gpu"])
     i_inf = (cc["f"] / cc["kv_u"]).to("FLOP/byte")
     T_r, k_, Na, tau_, kap, rho_, Ikv, Istar = sp.symbols("T_r k N_a tau kappa rho I_kv I_star", positive=True)
@@ -256,6 +256,7 @@ def claims() -> list[Claim]:
 
 def checks() -> dict:
     """The check section: the claim's chain, the roofline route, the memory readings, and their glue."""
+    import sympy as sp
     cc = claim_chain()
     r = roofline_route(cc)
     rd = memory_readings(cc)

@@ -11,7 +11,6 @@ replica can serve and the tokens per second it reports there. The seeded queue s
 from __future__ import annotations
 
 import numpy as np
-import sympy as sp
 
 from utils import batching, models, serving
 from utils.chain import Chain, as_float
@@ -250,6 +249,7 @@ def nth(p: float) -> str:
 
 def checks() -> dict:
     """Everything the check section asserts, on the claim's reading."""
+    import sympy as sp
     rep = claim_replica()
     bm = benchmark(rep)
     r_top, r_light = rep.run(bm["rates"][-1]), rep.run(bm["rates"][0])

@@ -183,7 +183,7 @@ def software_offsets(base: Chain, dtype, mla_model="deepseek-v3", gqa_model="lla
     mla, gqa = catalog.model(mla_model), catalog.model(gqa_model)
     ch = Chain("What software gives back: batch to the ridge, quantised weights, compressed KV")
     for tag in "abc":
-        ch.given(f"beta_{tag}", base[f"beta_{tag}"], next(r.label for r in base.rows if r.symbol.name == f"beta_{tag}"),
+        ch.given(f"beta_{tag}", base[f"beta_{tag}"], next(r.label for r in base.rows if r.name == f"beta_{tag}"),
                  kind="derived", source="the chain above")
     ch.given("k", q(2, "FLOP/parameter/token"), "FLOPs per weight per token (one multiply-add)",
              kind="derived", source="decode-roofline chapter")
@@ -217,7 +217,7 @@ def chain(p) -> Chain:
 def compute(p) -> dict:
     wall = chain(p)
     soft = software_offsets(wall, p.dtype)
-    return {**{r.symbol.name: wall[r.symbol.name] for r in wall.rows},
+    return {**{r.name: wall[r.name] for r in wall.rows},
             **{k: soft[k] for k in ("B_a", "B_b", "B_c", "B_c8", "B_c4", "f_mla", "f_gqa", "K_mla", "K_mha")}}
 
 

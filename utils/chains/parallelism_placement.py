@@ -10,9 +10,9 @@ parameter (a dense catalog model or a config.json).
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
-import sympy as sp
 
 from utils import catalog
 from utils.chain import Chain, as_float
@@ -289,6 +289,7 @@ def table_rows(ch: Chain) -> list[tuple]:
 # --- the closed form ------------------------------------------------------------------------------
 def closed_form() -> dict:
     """TP's time over compute with N = 12h^2 L: sympy cancels all but 2(t-1)Ru/(9hB)."""
+    import sympy as sp
     t, p, d, s, b, m, h, L, R, u, B, c, w = sp.symbols("t p d s b m h L R u B c w", positive=True)
     V = c * 2 * (t - 1) / t * w * s * b * h * (L / p) * m
     tc = 6 * (12 * h ** 2 * L) * (d * s * b * m) / (t * p * d * R * u)
@@ -300,11 +301,20 @@ def closed_form() -> dict:
                 fn=sp.lambdify((t, h, R, u, B), llama, "numpy"))
 
 
-CLOSED = closed_form()
+@lru_cache(maxsize=1)
+def closed() -> dict:
+    """closed_form(), derived once and only when asked for (sympy is not needed to compute the chain)."""
+    return closed_form()
+
+
+def __getattr__(name):          # `pl.CLOSED`, as the page reads it, derived on first use
+    if name == "CLOSED":
+        return closed()
+    raise AttributeError(name)
 
 
 def tp_share_closed(t, h, R, u, B) -> float:
-    return float(CLOSED["fn"](t, h, R, u, B))
+    return float(closed()["fn"](t, h, R, u, B))
 
 
 def _closed_for(ch: Chain, link: str) -> float:
@@ -326,7 +336,7 @@ def figure_data(ch: Chain) -> dict:
         mk = catalog.model(key)
         hk = as_float(mk.q("d_model"))
         models.append((mk.name, hk, tp_share_closed(t, hk, R, u, nv), tp_share_closed(t, hk, R, u, f)))
-    return dict(widths=widths, nvlink=CLOSED["fn"](t, widths, R, u, nv), fabric=CLOSED["fn"](t, widths, R, u, f),
+    return dict(widths=widths, nvlink=closed()["fn"](t, widths, R, u, nv), fabric=closed()["fn"](t, widths, R, u, f),
                 models=models, times_nv=[as_float(ch[f"t_{a}_nv"], "s") or np.nan for a in ("TP", "PP", "DP")],
                 times_f=[as_float(ch[f"t_{a}_f"], "s") or np.nan for a in ("TP", "PP", "DP")],
                 compute=as_float(ch["t_c"], "s"))
@@ -449,9 +459,9 @@ def exercises() -> dict:
     e2 = _with(tp=16, pp=8, dp=128)
     e2_bw = min(as_float(e2["B_nv"], "GB/s"), GPUS_PER_NODE * as_float(e2["B_f"], "GB/s"))
     e2_f2 = as_float(e2["V_TP"] / q(e2_bw, "GB/s") / e2["t_c"], "")
-    t, h, R, u, B = CLOSED["symbols"]
-    h_e3 = float(CLOSED["h_star"].subs({t: ci["tp"], R: as_float(cl["R"], "FLOP/s"), u: ci["mfu"],
-                                        B: as_float(cl["B_f"], "B/s"), CLOSED["phi"]: TP_TARGET}))
+    t, h, R, u, B = closed()["symbols"]
+    h_e3 = float(closed()["h_star"].subs({t: ci["tp"], R: as_float(cl["R"], "FLOP/s"), u: ci["mfu"],
+                                        B: as_float(cl["B_f"], "B/s"), closed()["phi"]: TP_TARGET}))
     return {"e1-gpus": fmt(q(r1["gpus"], "GPU")), "e1-tp": str(r1["tp"]), "e1-pp": str(r1["pp"]), "e1-dp": str(r1["dp"]),
             "e1-seqs": str(r1["batch_per_dp"]), "e1-m": num(e1["m"]), "e1-vtp": fmt(e1["V_TP"]),
             "e1-vpp": fmt(e1["V_PP"]), "e1-vdp": fmt(e1["V_DP"]), "e1-tc": fmt(e1["t_c"]),

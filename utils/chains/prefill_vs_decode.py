@@ -11,7 +11,6 @@ import math
 from dataclasses import dataclass, replace
 
 import numpy as np
-import sympy as sp
 
 from utils import catalog, models, roofline, serving
 from utils.chain import Chain, as_float
@@ -258,6 +257,7 @@ def bound(ch, compute_key, memory_key) -> str:
 # --- the counting, symbolically -----------------------------------------------------------------------------
 def pass_formulas() -> dict:
     """FLOPs and bytes of a pass of n new tokens on a cache of C, for prefill and decode (sympy), and checks."""
+    import sympy as sp
     n, C, N_a, N_r, b_w, kappa, alpha, a_att = sp.symbols("n C N_a N_r b_w kappa alpha a_att", positive=True)
     flops = 2 * N_a * n + a_att * (n * C + n * (n + 1) / 2)
     bytes_ = N_r * b_w + (C + 2 * n) * kappa + n * alpha
@@ -424,6 +424,7 @@ def mixed_pass(s: Spec, chunk, decodes, context):
 def batching(p) -> dict:
     """The batched-decode knee at the reader's context, the context above which no batch reaches it (solved
     with sympy), and the mixed chunked-prefill pass."""
+    import sympy as sp
     s = spec_for(p.model, p.gpu, p.gpus_per_replica, p.weight_bytes_per_param, p.kv_bytes_per_element)
     Tc, Rc, Wc, Nc, ac, kc, alc = sp.symbols("T R W N_a a kappa alpha")
     expr, = sp.solve(sp.Eq((2 * Nc + ac * Tc) / Rc, ((Tc + 1) * kc + alc) / Wc), Tc)

@@ -8,8 +8,9 @@ multi-turn trace in utils.prefix_cache.
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
-import sympy as sp
 
 from utils import catalog, models, serving
 from utils.chain import Chain, as_float
@@ -169,12 +170,17 @@ def chained_key_table(d: dict) -> str:
             "(low 16 bits of each hash shown)")
 
 
-SYMBOLS = sp.symbols("S u a T t C", positive=True)
+@lru_cache(maxsize=1)
+def symbols() -> tuple:
+    """S u a T t C (sympy imported only for the closed forms)."""
+    import sympy as sp
+    return sp.symbols("S u a T t C", positive=True)
 
 
 def multi_turn_forms() -> dict:
     """Prefill tokens per conversation of T turns, without and with a prefix cache (sympy)."""
-    S, u_, a_, T, t, C = SYMBOLS
+    import sympy as sp
+    S, u_, a_, T, t, C = symbols()
     no_cache = sp.factor(sp.summation(S + (t - 1) * (u_ + a_) + u_, (t, 1, T)))
     with_cache = S + T * u_
     return dict(no_cache=no_cache, with_cache=with_cache, fleet_no_cache=C * no_cache, fleet_with_cache=S + C * T * u_,
@@ -182,7 +188,8 @@ def multi_turn_forms() -> dict:
 
 
 def multi_turn_texts(prefix_tokens: int) -> tuple[dict, str]:
-    S, u_, a_, T, _, _ = SYMBOLS
+    import sympy as sp
+    S, u_, a_, T, _, _ = symbols()
     f = multi_turn_forms()
     u_mean, a_mean = sum(TRACE["user_tokens"]) / 2, sum(TRACE["reply_tokens"]) / 2
     subs = {S: prefix_tokens, u_: u_mean, a_: a_mean, T: TRACE["turns"]}
@@ -302,7 +309,7 @@ def checks() -> dict:
     published = as_float(p.model.q("params_total"), "parameter")
     route2 = 2 * published * P_c
     attn = as_float(cc["F"] - cc["f"] * cc["N"] * cc["P"], "FLOP") / as_float(cc["F"], "FLOP")
-    S, u_, a_, T, _, C = SYMBOLS
+    S, u_, a_, T, _, C = symbols()
     fixed = dict(n_conversations=6, turns=7, user_tokens=(40, 40), reply_tokens=(90, 90), concurrency=3, seed=1)
     fixed_sim = simulate(RadixCache(), multi_turn_trace(system_tokens=P_c, **fixed))
     f = multi_turn_forms()
@@ -376,7 +383,7 @@ def exercises(ck: dict) -> dict:
     cc = ck["chain"]
     ex1 = prefix_chain(8000, 20000.0, catalog.model("llama-3-8b"), catalog.accelerator("h100-sxm"), CLAIM["mfu"],
                        CLAIM["kv_bytes_per_element"], CLAIM["block_tokens"])
-    S, u_, a_, T, _, _ = SYMBOLS
+    S, u_, a_, T, _, _ = symbols()
     f = multi_turn_forms()
     vals = {S: CLAIM["prefix_tokens"], u_: sum(TRACE["user_tokens"]) / 2, a_: sum(TRACE["reply_tokens"]) / 2, T: 20}
     nc, c = float(f["no_cache"].subs(vals)), float(f["with_cache"].subs(vals))

@@ -10,7 +10,6 @@ reranker and the answer model by 1 - h.
 from __future__ import annotations
 
 import numpy as np
-import sympy as sp
 
 from utils import catalog, models, serving
 from utils.chain import Chain, as_float
@@ -438,6 +437,7 @@ def step_time(ch, B: int, gpu) -> float:
 
 def checks() -> dict:
     """The check section's numbers on the claim's reading."""
+    import sympy as sp
     p = inputs()
     cf = rag(p, source="the claim's reading")
     cc = cf.llm
@@ -501,6 +501,7 @@ def claims() -> list[Claim]:
 
 
 def check_texts(ck: dict) -> dict:
+    import sympy as sp
     cc, cf, five = ck["chain"], ck["fleet"], ck["five"]
     return {"claim-nodes-60": fmt(q(ck["lo"], "node")), "claim-nodes-200": fmt(ck["hi"]),
             "claim-gpn": str(CLAIM["gpus_per_node"]), "claim-mfu": pct(CLAIM["mfu_prefill"]),
@@ -588,6 +589,7 @@ def what_changes(ck: dict) -> dict:
 
 def exercises(ck: dict) -> dict:
     """Worked answers, glued into hidden dropdowns."""
+    import sympy as sp
     cc, ce, lo, hi = ck["chain"], ck["fleet"].enc, ck["lo"], ck["hi"]
     h_s, N_s, N_lo = sp.symbols("h N N_lo", positive=True)
     ex1 = rag(inputs(passages=5, passage_tokens=256, answer_tokens=256), source="variant").llm

@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import sympy as sp
 
 from utils import catalog, models, roofline, serving
 from utils.chain import Chain, as_float
@@ -106,7 +105,7 @@ def validate(p):
 
 
 def has(ch, name) -> bool:
-    return any(row.symbol.name == name for row in ch.rows)
+    return any(row.name == name for row in ch.rows)
 
 
 def binds(ch) -> str:
@@ -352,6 +351,7 @@ def claims() -> list[Claim]:
 
 
 def checks() -> dict:
+    import sympy as sp
     k = _checked()
     cc, h200, fast, short_c, ov, U, R = k["cc"], k["h200"], k["fast"], k["short"], k["ov"], k["U"], k["R"]
     h, n_users = CLAIM["headroom"], CLAIM["users"]

@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import sympy as sp
 
 from utils import catalog
 from utils.chain import Chain, as_float
@@ -195,6 +194,7 @@ def prose(ch: Chain, p) -> dict:
 # --- the ring, symbolically, and its schedule -----------------------------------------------------
 def ring_algebra() -> dict:
     """The per-phase byte counts, the ring factor and its limit, and the two alternatives, in sympy."""
+    import sympy as sp
     N, S = sp.symbols("N S", positive=True)
     phases = {"reduce-scatter": (N - 1) * S / N, "all-gather": (N - 1) * S / N}
     total = sp.simplify(sum(phases.values()))
@@ -263,6 +263,7 @@ def _megatron_mib(dp) -> float:
 
 
 def checks() -> dict:
+    import sympy as sp
     c = _with()
     ratio = as_float(c["V"] / model_size(CLAIM["model"]), "")
     sim = simulate_ring(CLAIM["dp_size"])

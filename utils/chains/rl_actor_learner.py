@@ -10,7 +10,6 @@ loop one step late overlaps the two.
 from __future__ import annotations
 
 import numpy as np
-import sympy as sp
 
 from utils import catalog, models
 from utils.chain import Chain, as_float
@@ -301,6 +300,7 @@ def chain_glue(p, ch) -> dict:
 
 def sync_optimum() -> str:
     """The synchronous step for a fixed number of GPUs is shortest at n_a / n_l = sqrt(r_l / r_a): solved."""
+    import sympy as sp
     x, G, a_, b_ = sp.symbols("n_a G a b", positive=True)     # a = R/r_a, b = R/r_l: GPU-seconds per step
     T_sync = a_ / x + b_ / (G - x)
     best = [s for s in sp.solve(sp.diff(T_sync, x), x) if s.subs({a_: 1, b_: 4, G: 10}).is_positive
@@ -419,6 +419,7 @@ LORA_RANK, E1_LEARNERS = 64, 64
 
 
 def exercises(p) -> dict:
+    import sympy as sp
     ch = compute(p)
     e1 = balanced(p, "h200", p.mean_context_tokens)
     if e1 is None:

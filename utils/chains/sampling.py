@@ -9,7 +9,6 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-import sympy as sp
 
 from utils.chain import Chain, as_float
 from utils.chains import Result
@@ -239,6 +238,7 @@ def what_changes(ck: dict) -> dict:
 
 def draws_needed(target: float, support: int, delta: float = DELTA) -> float:
     """Draws at which the TV bound falls to `target`, solved in closed form by sympy."""
+    import sympy as sp
     eps, k, n, d = sp.symbols("epsilon K N delta", positive=True)
     closed = sp.solve(sp.Eq(sp.sqrt(k / n) / 2 + sp.sqrt(sp.log(1 / d) / (2 * n)), eps), n)[0]
     return float(closed.subs({eps: target, k: support, d: delta}))

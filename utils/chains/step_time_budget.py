@@ -83,7 +83,7 @@ def step_chain(model, gpu, tp, pp, dp, seq_len, global_batch_tokens, micro_batch
     pl = placement(model, gpu, tp, pp, dp, seq_len, global_batch_tokens, micro_batch, mfu, fabric, source=source)
     ch = Chain(f"{pl.title}: the step-time budget")
     for name in ("n", "k6", "N", "T_g", "R", "u", "m", "p"):
-        row = next(r for r in pl.rows if r.symbol.name == name)
+        row = next(r for r in pl.rows if r.name == name)
         ch.given(name, pl[name], row.label, kind=row.kind or "derived",
                  source=row.source or "the parallelism-placement chain")
     ch.step("t_c", "k6*N*T_g/(n*R*u)", "s", "compute at the kernels' MFU")

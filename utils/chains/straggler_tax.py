@@ -8,7 +8,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import sympy as sp
 
 from utils import catalog
 from utils import stragglers as sg
@@ -230,6 +229,7 @@ def claim_chain() -> Chain:
 
 def one_step_threshold() -> dict:
     """Solve s/(1-s) = (z_a + z_b/(1-s)) j for s: the smallest throttle found in one step."""
+    import sympy as sp
     s, z_a, z_b, j = sp.symbols("s z_a z_b j", positive=True)
     expr = sp.solve(sp.Eq(s / (1 - s), z_a * j + z_b * j / (1 - s)), s)[0]
     za = sg.detection_threshold(CLAIM["n_ranks"], CLAIM_INPUTS["false_alarm_rate"])
@@ -271,6 +271,7 @@ def claims() -> list[Claim]:
 
 def checks(trials: int = 100, seed: int = 7) -> dict:
     """The check section: the no-jitter simulation of the tax, the planted-rank detector, the thresholds."""
+    import sympy as sp
     cc = claim_chain()
     no_jitter = sg.simulate_rank_times(CLAIM["n_ranks"], 1, 6.2, 0.0, rng=np.random.default_rng(1), slow={123: 0.10})
     waits = sg.step_time(no_jitter)[0] - no_jitter[0]
