@@ -322,7 +322,11 @@ def test_live_returns_an_unwritten_record():
 HARNESS = [ROOT / "utils" / "measure.py", ROOT / "utils" / "measure_schema.py",
            *sorted((ROOT / "utils" / "measurements").glob("*.py")),
            *sorted((ROOT / "utils" / "kernels").glob("*.py"))]
-HARNESS_PACKAGES = ("utils.kernels", "utils.measurements")      # and utils.measure_schema: the harness itself
+# and utils.measure_schema (the harness itself); utils.occupancy (the calculator the occupancy query is
+# compared with) and utils.kernel_profile with utils.coalescing (the ncu CSV parser) are standard library
+# only at import: test_the_harness_runs_without_pint imports them with no pint or sympy.
+HARNESS_PACKAGES = ("utils.kernels", "utils.measurements", "utils.occupancy", "utils.kernel_profile",
+                    "utils.coalescing")
 
 
 @pytest.mark.parametrize("path", HARNESS, ids=lambda p: str(p.relative_to(ROOT / "utils")))

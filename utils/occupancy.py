@@ -10,6 +10,8 @@ utils/catalog/sm_limits.toml, one table per GPU):
   sub-partition), and whole blocks of those.
 - shared memory: each block takes its bytes plus the runtime's 1 KB, rounded up to 128 bytes.
 Occupancy is resident warps over max_warps. It is a means: speed follows bytes (or FLOPs) in flight.
+The rule and the parser need only the standard library (the GPU harness, which has no pint, calls them);
+`sm_limits` reads the catalog.
 """
 from __future__ import annotations
 
@@ -18,8 +20,6 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-
-from utils import catalog
 
 WARP = 32
 LIMITS = ("warps", "blocks", "registers", "shared memory")
@@ -46,6 +46,7 @@ class SMLimits:
 
 def sm_limits(gpu) -> SMLimits:
     """The per-SM limits of a catalog GPU (its key or accelerator Entry), from sm_limits.toml."""
+    from utils import catalog  # here, not at the top: the GPU harness uses the rule without pint
     key = gpu if isinstance(gpu, str) else gpu.key
     e = catalog.entry("sm_limit", key)
     return SMLimits(**{f: int(e.q(f).m if hasattr(e.q(f), "m") else e.q(f)) for f in SMLimits.__dataclass_fields__})

@@ -207,3 +207,24 @@ def exercises() -> dict:
             "ex2-s": fmt(q(64, "KiB")), "ex2-t": fmt(256), "ex2-b": fmt(e2.blocks), "ex2-o": pct(e2.occupancy),
             "ex2-ba": fmt(e2a.blocks), "ex2-oa": pct(e2a.occupancy),
             "ex3-k": f"{need:.3g}", "ex3-w": fmt(ch["w_a"])}
+
+
+# --- the calculator against CUDA's occupancy query (the harness's occupancy-query) ------------------
+QUERY_KERNELS = {"max_occupancy": "the one-element copy (occupancy-ilp, occupancy-maximised)",
+                 "register_blocked": "the register-blocked copy (occupancy-ilp)",
+                 "strided_s1": "the strided gather at stride 1 (coalescing)",
+                 "strided_s32": "the strided gather at stride 32 (coalescing)"}
+
+
+def calculator_on_record(record: dict | None, gpu: str) -> dict:
+    """{kernel: blocks per SM by the calculator (utils.occupancy) on the registers, threads and shared
+    memory an occupancy-query record reports for that kernel, on `gpu`'s sm_limits}; a kernel whose
+    query the record skipped is absent (no record: empty). The prediction the query is compared with."""
+    if record is None:
+        return {}
+    met, lim, out = record["metrics"], sm_limits(gpu), {}
+    for k in QUERY_KERNELS:
+        if all(f"{m}_{k}" in met for m in ("blocks_per_sm_query", "regs", "threads", "shared")):
+            out[k] = occupancy(int(met[f"threads_{k}"]["value"]), int(met[f"regs_{k}"]["value"]),
+                               int(met[f"shared_{k}"]["value"]), lim).blocks
+    return out
