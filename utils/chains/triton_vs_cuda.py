@@ -1,0 +1,273 @@
+"""triton-vs-cuda: what Triton's block model does not give you, and what each gap costs, in the book's
+own numbers.
+
+Each gap's price comes from the chapter that measures it, by calling that chapter's chain: warp-level
+primitives from top-k-radix-select (the one-pass register heap, which needs warp shuffles, against the
+four-pass radix select), shared-memory layout from bank-conflicts (the unpadded tile against the padded
+one), warp specialisation from flash-attention-versions (the serial tile against the overlapped one),
+launch control from torch-compile (a step of small kernels launched one by one against one graph). The
+claim is judged by counting the book's kernels (utils.triton_gaps.inventory) by the gaps each needs.
+"""
+from __future__ import annotations
+
+import re
+
+import utils.chains.torch_compile as tc
+from utils import catalog
+from utils.chain import Chain, as_float
+from utils.chains import Result
+from utils.chains import bank_conflicts as bc
+from utils.chains import flash_attention_versions as fa
+from utils.chains import top_k_radix_select as tk
+from utils.params import Param, ParameterError
+from utils.triton_gaps import GAP, GAPS, NEEDS, decide, inventory, shuffle_reduction, tally, tree_reduction
+from utils.units import fmt, pct, q, short
+from utils.verdicts import READING, WRONG, Claim
+
+PIN = "the book's pinned Triton (pyproject.toml: triton==3.9.0)"
+
+PARAMETERS = (
+    Param("gpu", "h200", "the GPU: a catalog accelerator key (needs sm_count and bf16_dense)", check="accelerator",
+          source="catalog: NVIDIA H200, the book's reference GPU (the H100's GH100 compute)"),
+    Param("model", "llama-3-70b", "the model whose vocabulary is the top-k row", check="model",
+          source="catalog: Llama-3-70B, as on the top-k page"),
+    Param("k", 50, "top-k: logits kept per row", check="whole", source="the top-k page's default"),
+    Param("launch_us", 5.0, "time of one kernel launch from Python", unit="µs", source=tk.LAUNCH_SOURCE),
+    Param("triton_version", "3.9", "Triton version (major.minor) the decision table is read at", check="text",
+          source=PIN),
+)
+
+RESULTS = (
+    Result("warp_given_up", "", "Element visits of the radix select over the register heap's (warp primitives)",
+           of="w_1"),
+    Result("smem_given_up", "", "Transpose time, unpadded tile over padded (bank control)", of="s_2"),
+    Result("sync_given_up", "", "Attention tile time, serial over overlapped (warp specialisation)", of="g_3"),
+    Result("launch_given_up", "", "Step time, kernels launched one by one over one graph (launch control)",
+           of="S_4"),
+)
+
+# Figures published by others (labelled so on the page).
+OTHERS = dict(
+    tutorial_tflops=476.753, fa3_tflops=620.73, shape="batch 1, 16 heads, 16,384 tokens, head dimension 128",
+    cite="pytorch/benchmark pull request 2391, July 2024",
+    flex_ms=11.06, flex_ws_ms=9.35, flex_shape="bf16, batch 8, 16 heads, 8,192 tokens, head dimension 128",
+    flex_cite="pytorch/pytorch pull request 150470, April 2025",
+    flex_source=("pytorch/pytorch PR #150470, '[pytorch][triton] Allow warp spec for FlexAttention kernel' "
+                 "(2025-04-01): do_bench ms, best config without warp specialisation against with it, "
+                 "https://github.com/pytorch/pytorch/pull/150470, read 2026-12-01"),
+    source=("pytorch/benchmark PR #2391, 'Fix dimension order for FlashAttention-3' (July 2024, H100; "
+            "triton_tutorial_flash_v2 against flash_v3 TFLOP/s), "
+            "https://github.com/pytorch/benchmark/pull/2391, read 2026-12-01 (via app.semanticdiff.com)"),
+)
+FA3_SOURCE = fa.FA3
+
+
+BEFORE, NOW = (3, 3), (3, 9)     # the last Triton without warp specialisation; the book's pin
+
+
+def version_text(v: tuple) -> str:
+    return f"{v[0]}.{v[1]}"
+
+
+def version_tuple(text: str) -> tuple:
+    m = re.fullmatch(r"\s*(\d+)\.(\d+)(?:\.\d+)?\s*", str(text))
+    if not m:
+        raise ParameterError(f"triton_version must be major.minor (such as 3.9), got {text!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def validate(p):
+    version_tuple(p.triton_version)
+    for field in ("sm_count", "bf16_dense"):
+        if field not in p.gpu:
+            raise ParameterError(f"gpu: the catalog entry {p.gpu.key!r} has no {field}")
+    if p.k > int(p.model.q("vocab_size").m):
+        raise ParameterError(f"k must be at most the vocabulary of {p.model.name}, got {p.k!r}")
+
+
+def chapter_defaults(module) -> dict:
+    return {x.name: x.default for x in module.PARAMETERS}
+
+
+def parts(gpu, model, k, launch_us) -> dict:
+    """Each gap's chain, from the chapter that owns it, at that chapter's own defaults except the GPU."""
+    b, f = chapter_defaults(bc), chapter_defaults(fa)
+    return dict(
+        topk=tk.topk_chain(model, gpu, k, 4, chapter_defaults(tk)["batch_rows"], launch_us),
+        bank=bc.bank_chain(gpu, 4, 32, 33, b["matrix_n"], b["sm_clock_ghz"]),
+        flash=fa.flash_chain(gpu, f["head_dim"], f["block_q"], f["block_k"], f["mufu_per_sm_per_clock"],
+                             f["sm_clock_ghz"], f["batch_heads"], f["seq_len"]),
+        step=tc.compile_chain(**{**tc.CLAIM_INPUTS, "gpu": gpu, "launch_overhead_us": launch_us}),
+    )
+
+
+def gaps_chain(gpu, model, k, launch_us, *, source="parameters cell") -> Chain:
+    acc = catalog.accelerator(gpu) if isinstance(gpu, str) else gpu
+    mod = catalog.model(model) if isinstance(model, str) else model
+    pt = parts(acc, mod, k, launch_us)
+    t, b, f, s = pt["topk"], pt["bank"], pt["flash"], pt["step"]
+    ch = Chain(f"What each of Triton's four gaps costs on {acc.name}, in the book's own kernels")
+    ch.given("V", t["V"], f"logits per row: {mod.name}'s vocabulary", kind="spec", source="catalog")
+    ch.given("P", t["P"], "passes of the radix select (key bits over digit bits)", kind="derived",
+             source="the top-k-radix-select chain")
+    ch.given("H", float(tk.heap_work(int(as_float(t["V"], "")), int(k))),
+             f"element visits of a one-pass register heap at k = {int(k)} (warp shuffles merge the queues)",
+             kind="derived", source="top-k-radix-select: heap_work, V + k ln(V/k) log2 k")
+    ch.step("w_1", "P*V/H", "", "warp primitives: the radix select's visits over the register heap's")
+    ch.given("d_u", b["d_u"], "conflict degree of the unpadded column read", kind="derived",
+             source="the bank-conflicts chain (the bank analyser)")
+    ch.given("s_2", b["s"], "transpose time, unpadded tile over padded", kind="derived",
+             source="the bank-conflicts chain")
+    ch.given("T_s", f["T_s"], "attention tile, serial (products, then softmax)", kind="derived",
+             source="the flash-attention-versions chain")
+    ch.given("T_o", f["T_o"], "attention tile, overlapped (FlashAttention-3's warpgroups)", kind="derived",
+             source="the flash-attention-versions chain")
+    ch.step("g_3", "T_s/T_o", "", "warp specialisation: serial time over overlapped")
+    ch.given("t_I", s["t_I"], "a step of fused Triton kernels, each launched from Python", kind="derived",
+             source="the torch-compile chain (its claim's step)")
+    ch.given("t_G", s["t_G"], "the same step replayed as one CUDA graph", kind="derived",
+             source="the torch-compile chain")
+    ch.step("S_4", "t_I/t_G", "", "launch control: launched one by one over one graph")
+    return ch
+
+
+def compute(p) -> Chain:
+    return gaps_chain(p.gpu, p.model, p.k, p.launch_us)
+
+
+# --- the claim ------------------------------------------------------------------------------------
+QUOTE = ("Triton hands you a block of data and writes the thread-level code for you, which covers most of "
+         "what a serving or training stack actually needs.")
+CLAIM = dict(most=0.5)       # "most": more than half
+READING_TEXT = ("'most' as more than half, counted over the kernels a stack writes for itself, with this "
+                "book's kernels (copies, elementwise chains, softmax, attention, matmul, transposes) as the "
+                "sample, each judged by the gaps it needs to reach its chapter's ceiling on Hopper; a kernel "
+                "that needs a gap counts against the claim even where a later Triton fills it")
+
+
+def checks(version: tuple = NOW) -> dict:
+    ks = inventory()
+    t = tally(ks)
+    share = t["none"] / t["total"]
+    by_tool = {v: sum(1 for k in ks if decide(k.needs, v) == "Triton") for v in (BEFORE, tuple(version))}
+    return dict(kernels=ks, tally=t, share=share, by_tool=by_tool, version=tuple(version))
+
+
+def claims() -> list[Claim]:
+    ck = checks()
+    t, share = ck["tally"], ck["share"]
+    ok = share > CLAIM["most"]
+    sync = [k.name for k in ck["kernels"] if "sync" in k.needs]
+    return [Claim(
+        "most", quote=QUOTE, source="spec/001, the paragraph on Triton against CUDA; CHAINS.md, triton-vs-cuda row",
+        claimed="Triton's block model covers most of what a stack needs",
+        derived=f"{t['none']} of the book's {t['total']} kernels ({pct(share)}) need none of the four gaps",
+        verdict=READING if ok else WRONG, reading=READING_TEXT if ok else "",
+        nearest_true="" if ok else f"only {pct(share)} of the book's kernels need none of the gaps",
+        reason=f"{fmt(t['none'])} of the book's {fmt(t['total'])} kernels ({pct(share)}) reach their ceilings "
+               f"with nothing but the block model; {fmt(t['sync'])} need warp specialisation on Hopper "
+               f"({', '.join(sync)}: attention and matmul, most of a step's FLOPs), {fmt(t['smem'])} bank "
+               f"control and {fmt(t['launch'])} launch control, and none a warp primitive.")]
+
+
+def claim_numbers() -> dict:
+    ck = checks()
+    t = ck["tally"]
+    fa3, tut = OTHERS["fa3_tflops"], OTHERS["tutorial_tflops"]
+    return {
+        "c-total": fmt(t["total"]), "c-none": fmt(t["none"]), "c-share": pct(ck["share"]), "c-sync": fmt(t["sync"]),
+        "c-smem": fmt(t["smem"]), "c-launch": fmt(t["launch"]), "c-warp": fmt(t["warp"]),
+        "c-most": pct(CLAIM["most"]),
+        "c-v33": fmt(ck["by_tool"][BEFORE]), "c-v39": fmt(ck["by_tool"][NOW]),
+        "o-tut": fmt(q(tut, "TFLOP/s")), "o-fa3": fmt(q(fa3, "TFLOP/s")), "o-ratio": pct(tut / fa3),
+        "o-shape": OTHERS["shape"], "o-source": OTHERS["cite"],
+        "o-flex": fmt(q(OTHERS["flex_ms"], "ms")), "o-flex-ws": fmt(q(OTHERS["flex_ws_ms"], "ms")),
+        "o-flex-gain": f"{fmt(OTHERS['flex_ms'] / OTHERS['flex_ws_ms'])}x", "o-flex-shape": OTHERS["flex_shape"],
+        "o-flex-source": OTHERS["flex_cite"],
+    }
+
+
+# --- tables ---------------------------------------------------------------------------------------
+def inventory_rows() -> list[tuple]:
+    return [(k.name, k.file.split("/")[-1], k.language, ", ".join(GAP[g].name for g in k.needs) or "none", k.why)
+            for k in inventory()]
+
+
+def gap_rows(ch: Chain) -> list[tuple]:
+    """(gap, the book's case, what is given up) with the numbers from the chain."""
+    return [
+        (GAP["warp"].name, "top-k of one row: register heap (warp shuffles) against the radix select",
+         f"{fmt(ch['w_1'])}x the element visits, {fmt(ch['P'])} passes for one"),
+        (GAP["smem"].name, "tiled transpose: tile[32][32] against tile[32][33]",
+         f"{fmt(ch['d_u'])}-way conflict, {fmt(ch['s_2'])}x the time"),
+        (GAP["sync"].name, "attention tile: products then softmax, against both at once",
+         f"{fmt(ch['g_3'])}x the tile time"),
+        (GAP["launch"].name, "a step of small fused kernels: one launch each, against one graph",
+         f"{fmt(ch['S_4'])}x the step time"),
+    ]
+
+
+def reduction_rows(threads=(128, 256, 1024)) -> list[tuple]:
+    """A block sum: the shared-memory tree against the shuffles Triton emits for tl.sum."""
+    out = []
+    for n in threads:
+        a, b = tree_reduction(n), shuffle_reduction(n)
+        out.append((fmt(n), fmt(a["steps"]), fmt(a["barriers"]), fmt(q(a["smem_bytes"], "B")),
+                    fmt(b["steps"]), fmt(b["barriers"]), fmt(q(b["smem_bytes"], "B"))))
+    return out
+
+
+def version_rows() -> list[tuple]:
+    """(Triton version, what it offers, which gap, source), oldest first."""
+    rows = sorted((v, what, g.name, src) for g in GAPS for v, _, what, src in g.offered)
+    return [("any" if v == (0, 0) else f"{v[0]}.{v[1]}", what, name, src) for v, what, name, src in rows]
+
+
+def decision_rows(version: tuple) -> list[tuple]:
+    return [(g.name, g.matters, decide({g.key}, BEFORE), decide({g.key}, version)) for g in GAPS]
+
+
+# --- figure, what changes, exercises ----------------------------------------------------------------
+def figure_data(ch: Chain) -> dict:
+    ck = checks()
+    labels = [g.name for g in GAPS]
+    return dict(labels=labels, given_up=[as_float(ch[k], "") for k in ("w_1", "s_2", "g_3", "S_4")],
+                kernels=[ck["tally"][g.key] for g in GAPS], none=ck["tally"]["none"], total=ck["tally"]["total"],
+                others=OTHERS["fa3_tflops"] / OTHERS["tutorial_tflops"])
+
+
+def what_changes(p) -> dict:
+    k_reg = gaps_chain(p.gpu, p.model, tk.K_REG, p.launch_us)
+    f = chapter_defaults(fa)
+    c8 = fa.flash_chain(p.gpu, f["head_dim"], f["block_q"], f["block_k"], f["mufu_per_sm_per_clock"],
+                        f["sm_clock_ghz"], f["batch_heads"], f["seq_len"], precision="fp8") \
+        if "fp8_dense" in p.gpu else None
+    big = tc.compile_chain(**{**tc.CLAIM_INPUTS, "gpu": p.gpu, "launch_overhead_us": p.launch_us,
+                              "n_elements": 64 * tc.CLAIM_INPUTS["n_elements"]})
+    ck = checks(version_tuple(p.triton_version))
+    return {
+        "w-v33": fmt(ck["by_tool"][BEFORE]), "w-vnow": fmt(ck["by_tool"][ck["version"]]),
+        "w-version": p.triton_version, "w-total": fmt(ck["tally"]["total"]),
+        "w-kreg": fmt(tk.K_REG), "w-w1-kreg": f"{fmt(k_reg['w_1'])}x",
+        "w-fp8": f"{fmt(as_float(c8['T_s'] / c8['T_o'], ''))}x" if c8 is not None else "not in the catalog",
+        "w-big": f"{fmt(as_float(big['t_I'] / big['t_G'], ''))}x", "w-big-n": short(64 * tc.CLAIM_INPUTS["n_elements"]),
+        "w-base-n": short(tc.CLAIM_INPUTS["n_elements"]),
+    }
+
+
+def exercises(p) -> dict:
+    ks = inventory()
+    leave = [k.name for k in ks if decide(k.needs, BEFORE) != "Triton"]
+    t2, s2 = tree_reduction(256), shuffle_reduction(256)
+    e3 = gaps_chain(p.gpu, p.model, 1, p.launch_us)
+    return {
+        "ex1-n": fmt(len(leave)), "ex1-names": ", ".join(leave),
+        "ex1-tool": decide({"sync"}, BEFORE),
+        "ex2-threads": fmt(256), "ex2-tree-b": fmt(t2["barriers"]), "ex2-tree-bytes": fmt(q(t2["smem_bytes"], "B")),
+        "ex2-shfl-b": fmt(s2["barriers"]), "ex2-shfl-bytes": fmt(q(s2["smem_bytes"], "B")),
+        "ex3-k": fmt(1), "ex3-w": f"{fmt(e3['w_1'])}x", "ex3-P": fmt(e3["P"]),
+    }
+
+
+def needs_of(file: str, name: str) -> tuple:
+    return NEEDS[(file, name)][0]
