@@ -55,6 +55,14 @@ def test_computing_a_chain_imports_no_sympy_and_showing_one_does():
     assert r.returncode == 0, r.stderr[-500:]
 
 
+def test_no_chapter_s_re_derivation_imports_sympy():
+    """Every chapter's fast path (its defaults) runs without sympy: the speed the benchmark quotes."""
+    code = ("import sys\nfrom utils import chains\nfor slug in chains.slugs():\n    chains.derive(slug)\n"
+            "    if 'sympy' in sys.modules:\n        sys.exit(f'{slug} imported sympy')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, (r.stderr or r.stdout)[-500:]
+
+
 def test_a_solve_leaves_the_real_sympy_units_module_importable():
     code = ("import sys; from utils import formula_code as f; f.solution('C = R*T', 'T', ('C', 'R')); "
             "assert 'sympy.physics.units' not in sys.modules; "
