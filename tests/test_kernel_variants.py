@@ -178,23 +178,6 @@ def test_the_variants_are_registered_with_their_counts():
     assert fu.bytes(f, "triton_exp2") == fu.bytes(f, "triton") and fu.flops(f, "triton_exp2") == fu.flops(f, "triton")
 
 
-def test_the_new_variants_metrics():
-    import utils.measure as M
-    rt = M.FakeRuntime()
-    soft = M.measure(M.REGISTRY["fused-softmax"], rt, "tiny")
-    assert {r["variant"] for r in soft["results"]} == {"triton", "triton_persistent", "torch", "copy"}
-    met = soft["metrics"]
-    per = [v["value"] for k, v in met.items() if k.startswith("persistent_fraction_of_copy_")]
-    assert len(per) == 2 and met["persistent_fraction_of_copy"]["value"] == min(per)
-    assert met["persistent_fraction_of_copy"]["variant"] == "triton_persistent"
-    gemm = M.measure(M.REGISTRY["gemm-tiling"], rt, "tiny")
-    res = {r["variant"]: r for r in gemm["results"]}
-    assert gemm["metrics"]["triton_over_torch"]["value"] == pytest.approx(res["torch"]["median_s"]
-                                                                         / res["autotuned"]["median_s"])
-    assert "BLOCK 32x32x32" in gemm["metrics"]["triton_over_torch"]["note"]
-    assert gemm["metrics"]["flop_rate_autotuned"]["unit"] == "FLOP/s"
-
-
 def test_an_sdpa_backend_that_cannot_run_is_a_recorded_skip(monkeypatch):
     import utils.measure as M
     import utils.measurements.attention_forward as af

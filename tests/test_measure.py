@@ -52,6 +52,24 @@ def test_every_measurement_writes_one_valid_record(full_run):
         assert M.errors(rec) == []
 
 
+def test_the_persistent_softmax_and_autotuned_gemm_metrics(full_run):
+    """The fused-softmax and gemm-tiling variants' metrics, read off the whole run's records."""
+    *_, records = full_run
+    by_name = {r["name"]: r for r in records.values()}
+    soft = by_name["fused-softmax"]
+    assert {r["variant"] for r in soft["results"]} == {"triton", "triton_persistent", "torch", "copy"}
+    met = soft["metrics"]
+    per = [v["value"] for k, v in met.items() if k.startswith("persistent_fraction_of_copy_")]
+    assert len(per) == 2 and met["persistent_fraction_of_copy"]["value"] == min(per)
+    assert met["persistent_fraction_of_copy"]["variant"] == "triton_persistent"
+    gemm = by_name["gemm-tiling"]
+    res = {r["variant"]: r for r in gemm["results"]}
+    assert gemm["metrics"]["triton_over_torch"]["value"] == pytest.approx(res["torch"]["median_s"]
+                                                                         / res["autotuned"]["median_s"])
+    assert "BLOCK 32x32x32" in gemm["metrics"]["triton_over_torch"]["note"]
+    assert gemm["metrics"]["flop_rate_autotuned"]["unit"] == "FLOP/s"
+
+
 def test_records_carry_counts_samples_ceilings_and_provenance(full_run):
     *_, records = full_run
     ceilings = {json.dumps(r["ceilings"], sort_keys=True) for r in records.values()}
