@@ -167,7 +167,8 @@ def claims() -> list[Claim]:
         reason=f"{fmt(t['none'])} of the book's {fmt(t['total'])} kernels ({pct(share)}) reach their ceilings "
                f"with nothing but the block model; {fmt(t['sync'])} need warp specialisation on Hopper "
                f"({', '.join(sync)}: attention and matmul, most of a step's FLOPs), {fmt(t['smem'])} bank "
-               f"control and {fmt(t['launch'])} launch control, and none a warp primitive.")]
+               f"control and {fmt(t['launch'])} launch control, and {fmt(t['warp']) if t['warp'] else 'none'} a warp "
+               "primitive.")]
 
 
 def claim_numbers() -> dict:
