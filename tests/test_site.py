@@ -10,7 +10,7 @@ loads and a chapter shows at least as many figures as its notebook has; every in
 offers its .ipynb for download. The search page finds each chapter by a word of its title, also from
 file:// with no server; "All the numbers" and "Claims and verdicts" list every result and claim of every
 chapter. Static checks (no browser) fail on any script, stylesheet, image or font referenced from
-another host. Screenshots of the intro and of each chapter go to _build/screenshots/.
+another host. With SITE_SCREENSHOTS=1, screenshots of the intro and of each chapter go to _build/screenshots/.
 
 Without Chromium (or playwright) this file is skipped with one line, except under CI (the CI environment
 variable set), where its tests fail instead: .ci/run installs Chromium.
@@ -37,6 +37,7 @@ from utils.results import read_outputs
 
 SITE = Path(os.environ.get("BOOK_HTML", ROOT / "_build" / "html")).resolve()
 SHOTS = SITE.parent / "screenshots"
+SCREENSHOTS = os.environ.get("SITE_SCREENSHOTS") == "1"     # off by default: a fifth of these tests' time
 LOOPBACK = ("127.0.0.1", "localhost")
 # Playwright adds --headless and a fresh profile directory; the rest keep Chromium off this closed network.
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -362,7 +363,7 @@ def test_page_in_the_browser(doc, site, server, visit):
         if reader["notes"] > 1:
             problems.append(f"{reader['notes']} 'not yet measured' notes (one per page at most)")
 
-    if doc == ROOT_DOC or doc.startswith("chapters/"):
+    if SCREENSHOTS and (doc == ROOT_DOC or doc.startswith("chapters/")):
         SHOTS.mkdir(parents=True, exist_ok=True)
         v.page.screenshot(path=str(SHOTS / f"{Path(doc).name}.png"))
 
