@@ -558,6 +558,7 @@ def estimate_s(names: list[str], mode: str) -> float:
         m = REGISTRY[name]
         variants = max(1, len(getattr(m, "variants", ()) or ()) or 2)
         total += len(m.sizes[mode]) * variants * (st.warmup_s + 2 * st.target_s + 0.5) + 3.0 * variants
+        total += m.overhead_s
     return total
 
 

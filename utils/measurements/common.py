@@ -128,6 +128,7 @@ class Measurement:
     metrics: Callable[[list], dict]               # results -> {key: metric}
     headline: str
     settings: dict | None = None                  # mode -> Settings, where the defaults don't fit
+    overhead_s: float = 0.0                       # seconds outside the timed loops (a profiler's child), for --estimate
 
 
 REGISTRY: dict[str, Measurement] = {}

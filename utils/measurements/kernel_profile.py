@@ -53,7 +53,9 @@ from utils.measurements.common import (
 ROOT = Path(__file__).resolve().parents[2]
 STRIDES = (1, 32)
 KERNEL = "_strided_kernel"                 # the Triton kernel's name, as ncu sees it
-TIMEOUT_S = 300                            # per child: ncu replays the kernel once per counter pass
+TIMEOUT_S = 120                            # per child: ncu replays the kernel once per counter pass; a GPU
+                                           # window is minutes, so a hung profiler must not take it all
+CHILD_S = 30                               # what one child is allowed in --estimate: start, compile, replays
 # metric key (before _s{stride}) -> ncu metric; the last two make sectors_per_request
 METRICS = {
     "dram_pct": "dram__throughput.avg.pct_of_peak_sustained_elapsed",
@@ -246,4 +248,5 @@ register(Measurement(
     prepare=_prepare,
     metrics=_metrics,
     headline=f"slowdown_s{max(STRIDES)}",
+    overhead_s=CHILD_S * len(STRIDES),
 ))
