@@ -19,8 +19,11 @@ from utils.occupancy import (
 from utils.params import ParameterError
 
 # Compute capability 7.0 (96 KB shared, no per-block reservation): the CUDA C++ Best Practices Guide's
-# "Calculating Occupancy" example, 37 registers a thread: 128-thread blocks reach 75% (12 blocks),
-# 320-thread blocks 63% (4 blocks). By hand: 37 x 32 = 1,184 -> 1,280 a warp; 65,536 / 1,280 = 51.2 -> 48
+# "Calculating Occupancy" example (section 11.1.1, its text read 2026-12-01 in a stored copy of
+# docs.nvidia.com/cuda/cuda-c-best-practices-guide): "a kernel with 128-thread blocks using 37 registers per
+# thread results in an occupancy of 75% with 12 active 128-thread blocks per multi-processor, whereas a kernel
+# with 320-thread blocks using the same 37 registers per thread results in an occupancy of 63% because only
+# four 320-thread blocks can reside on a multiprocessor". By hand: 37 x 32 = 1,184 -> 1,280 a warp; 65,536 / 1,280 = 51.2 -> 48
 # warps at a granularity of 4; 48 / 4 = 12 blocks, 48 // 10 = 4 blocks = 40 warps.
 CC70 = SMLimits(shared_memory=98304, max_shared_memory_per_block=98304, shared_memory_reserved_per_block=0)
 
