@@ -13,6 +13,7 @@ import pytest
 from utils import measure as M
 from utils import occupancy as occ
 from utils.catalog import entry, keys
+from utils.kernel_profile import parse_ncu_csv
 from utils.measurements import kernel_profile as kp
 from utils.measurements import occupancy_query as oq
 
@@ -72,7 +73,7 @@ def test_the_harness_reads_ncu_s_csv_with_the_chapter_s_parser():
     text = "\n".join(["==PROF== Connected to process 4242", "some line the program printed", HEADER,
                       ncu_csv(csv_values()), "==PROF== Disconnected from process 4242",
                       ncu_csv({kp.METRICS["dram_pct"]: ("n/a", "%")}, kernel="other_kernel", kid=1)])
-    got = {(launch.id, launch.kernel): launch.metrics for launch in kp.parse_ncu_csv(text)}
+    got = {(launch.id, launch.kernel): launch.metrics for launch in parse_ncu_csv(text)}
     assert set(got) == {("0", kp.KERNEL), ("1", "other_kernel")}
     row = got[("0", kp.KERNEL)]
     assert row[kp.METRICS["dram_pct"]] == (12.08, "%")

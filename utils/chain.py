@@ -95,10 +95,9 @@ class Chain:
              digits: int = 3):
         """A derived value: `formula` over earlier symbols, converted to `unit` (checked by pint)."""
         self._new(name)
-        symbols = self._symbols()
-        value = self._evaluate(formula_code.code_for_step(formula, symbols), formula, unit)
-        self.rows.append(Row(name, value, label, formula, tuple(formula_code.names_in(formula, symbols)),
-                             digits=digits))
+        code = formula_code.code_for_step(formula, self._symbols())
+        value = self._evaluate(code, formula, unit)
+        self.rows.append(Row(name, value, label, formula, code.names, digits=digits))
         self._values[name] = value
         return value
 
@@ -106,19 +105,16 @@ class Chain:
               digits: int = 3):
         """Solve `lhs = rhs` for the new symbol `name`, show the closed form, and evaluate it."""
         self._new(name)
-        symbols = self._symbols() - {name}
-        value = self._evaluate(formula_code.code_for_solve(equation, name, symbols), equation, unit)
-        self.rows.append(Row(name, value, label, equation, tuple(formula_code.names_in(equation, symbols)),
-                             solved=True, digits=digits))
+        code = formula_code.code_for_solve(equation, name, self._symbols())
+        value = self._evaluate(code, equation, unit)
+        self.rows.append(Row(name, value, label, equation, code.names, solved=True, digits=digits))
         self._values[name] = value
         return value
 
     def value(self, name: str, quantity):
         """A named value the chain's results read but its table does not show (the same number in
         another unit, a count rounded for publishing): readable as chain[name], no row."""
-        if name in self._values:
-            raise ValueError(f"{name!r} is already defined in this chain")
-        self._values[name] = quantity if hasattr(quantity, "units") else Q_(quantity, "")
+        self._values[self._new(name)] = quantity if hasattr(quantity, "units") else Q_(quantity, "")
         return self._values[name]
 
     # --- reading ----------------------------------------------------------------------------

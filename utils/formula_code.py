@@ -29,8 +29,10 @@ from pathlib import Path
 
 FILE = Path(__file__).with_name("formula_code.json")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
-MISSES: list[str] = []          # keys printed by sympy in this process (the completeness test reads it)
+MISSES: list[str] = []          # keys not in the file, each time one is asked for (the completeness test reads it)
 _USE_FILE = True                # False while rebuilding the file
+_PRINTED: dict = {}             # key -> entry sympy printed in this process, so a key missing from the file is
+                                # printed once, not at every evaluation of its step
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,7 @@ class Code:
     text: str                   # Python over numpy names, as sympy's NumPyPrinter writes it
     imports: tuple              # ((module, (name, ...)), ...) the code uses
     free: tuple                 # the chain symbols the code reads, sorted
+    names: tuple                # the chain symbols the formula's text mentions (the key's), sorted
 
 
 def names_in(text: str, symbols) -> list[str]:
@@ -57,22 +60,26 @@ def _stored() -> dict:
         return {}
 
 
-def _entry(k: str, make) -> Code:
+def _entry(k: str, names: list, make) -> Code:
     entry = _stored().get(k) if _USE_FILE else None
     if entry is None:
         MISSES.append(k)
-        entry = make()
-    return Code(entry["code"], tuple((m, tuple(n)) for m, n in entry["imports"]), tuple(entry["free"]))
+        if k not in _PRINTED:
+            _PRINTED[k] = make()
+        entry = _PRINTED[k]
+    return Code(entry["code"], tuple((m, tuple(n)) for m, n in entry["imports"]), tuple(entry["free"]),
+                tuple(names))
 
 
 def code_for_step(text: str, symbols) -> Code:
     names = names_in(text, symbols)
-    return _entry(key("step", text, "", names), lambda: _print(parse(text, names)))
+    return _entry(key("step", text, "", names), names, lambda: _print(parse(text, names)))
 
 
 def code_for_solve(equation: str, unknown: str, symbols) -> Code:
     names = names_in(equation, set(symbols) - {unknown})
-    return _entry(key("solve", equation, unknown, names), lambda: _print(solution(equation, unknown, names)))
+    return _entry(key("solve", equation, unknown, names), names,
+                  lambda: _print(solution(equation, unknown, names)))
 
 
 def evaluate(code: Code, values: dict):
@@ -162,6 +169,7 @@ def rebuild() -> dict:
     from utils import chains
     global _USE_FILE
     MISSES.clear()
+    _PRINTED.clear()
     _USE_FILE = False
     try:
         for slug in chains.slugs():
@@ -169,7 +177,7 @@ def rebuild() -> dict:
             chains.claims(slug)
     finally:
         _USE_FILE = True
-    return {k: fresh(k) for k in sorted(set(MISSES))}
+    return {k: _PRINTED[k] for k in sorted(set(MISSES))}
 
 
 def main(argv=None) -> int:
@@ -177,11 +185,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m utils.formula_code", description=__doc__.split("\n")[0])
     ap.add_argument("--write", action="store_true", help="rebuild utils/formula_code.json from every chapter")
     args = ap.parse_args(argv)
-    from utils import formula_code as this  # run as __main__, this file is a second module: use the real one
     if not args.write:
-        print(f"{len(this._stored())} formulas stored in {FILE.name}; --write rebuilds it")
+        print(f"{len(_stored())} formulas stored in {FILE.name}; --write rebuilds it")
         return 0
-    table = this.rebuild()
+    table = rebuild()
     lines = [f"{json.dumps(k)}: {json.dumps(v, sort_keys=True)}" for k, v in sorted(table.items())]
     FILE.write_text("{\n" + ",\n".join(lines) + "\n}\n")      # one formula a line, so a diff reads
     print(f"wrote {len(table)} formulas to {FILE}")
@@ -189,4 +196,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run as a script this file is __main__, a second copy of the module; the chains use utils.formula_code.
+    from utils.formula_code import main as _main
+    sys.exit(_main())

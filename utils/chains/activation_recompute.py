@@ -126,16 +126,20 @@ def layer_terms() -> dict:
 TERMS = layer_terms()
 
 
+def _symbols() -> tuple:
+    import sympy as sp
+    return sp.symbols("p s b h a", positive=True)
+
+
 def layer_expression():
     """The layer's stored bytes as one sympy expression, expanded (for the page)."""
     import sympy as sp
-    return sp.expand(layer_bytes(*sp.symbols("p s b h a", positive=True)))
+    return sp.expand(layer_bytes(*_symbols()))
 
 
 def stored_table() -> list[tuple]:
     """(block, what, the entry's sympy expression) for the page."""
-    import sympy as sp
-    syms = sp.symbols("p s b h a", positive=True)
+    syms = _symbols()
     return [(blk, what, e(*syms)) for blk, what, e in STORED]
 
 

@@ -15,7 +15,7 @@ import re
 import utils.chains.torch_compile as tc
 from utils import catalog
 from utils.chain import Chain, as_float
-from utils.chains import Result
+from utils.chains import Result, defaults
 from utils.chains import bank_conflicts as bc
 from utils.chains import flash_attention_versions as fa
 from utils.chains import top_k_radix_select as tk
@@ -85,15 +85,11 @@ def validate(p):
         raise ParameterError(f"k must be at most the vocabulary of {p.model.name}, got {p.k!r}")
 
 
-def chapter_defaults(module) -> dict:
-    return {x.name: x.default for x in module.PARAMETERS}
-
-
 def parts(gpu, model, k, launch_us) -> dict:
     """Each gap's chain, from the chapter that owns it, at that chapter's own defaults except the GPU."""
-    b, f = chapter_defaults(bc), chapter_defaults(fa)
+    b, f = defaults("bank-conflicts"), defaults("flash-attention-versions")
     return dict(
-        topk=tk.topk_chain(model, gpu, k, 4, chapter_defaults(tk)["batch_rows"], launch_us),
+        topk=tk.topk_chain(model, gpu, k, 4, defaults("top-k-radix-select")["batch_rows"], launch_us),
         bank=bc.bank_chain(gpu, 4, 32, 33, b["matrix_n"], b["sm_clock_ghz"]),
         flash=fa.flash_chain(gpu, f["head_dim"], f["block_q"], f["block_k"], f["mufu_per_sm_per_clock"],
                              f["sm_clock_ghz"], f["batch_heads"], f["seq_len"]),
@@ -239,7 +235,7 @@ def figure_data(ch: Chain) -> dict:
 
 def what_changes(p) -> dict:
     k_reg = gaps_chain(p.gpu, p.model, tk.K_REG, p.launch_us)
-    f = chapter_defaults(fa)
+    f = defaults("flash-attention-versions")
     c8 = fa.flash_chain(p.gpu, f["head_dim"], f["block_q"], f["block_k"], f["mufu_per_sm_per_clock"],
                         f["sm_clock_ghz"], f["batch_heads"], f["seq_len"], precision="fp8") \
         if "fp8_dense" in p.gpu else None

@@ -34,7 +34,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from utils.kernel_profile import parse_ncu_csv  # the chapter's parser: standard library only
+import utils.kernel_profile as kprof  # the chapter's metric names and parser: standard library only
 from utils.measurements.common import (
     _DTYPES,
     Measurement,
@@ -56,15 +56,10 @@ KERNEL = "_strided_kernel"                 # the Triton kernel's name, as ncu se
 TIMEOUT_S = 120                            # per child: ncu replays the kernel once per counter pass; a GPU
                                            # window is minutes, so a hung profiler must not take it all
 CHILD_S = 30                               # what one child is allowed in --estimate: start, compile, replays
-# metric key (before _s{stride}) -> ncu metric; the last two make sectors_per_request
-METRICS = {
-    "dram_pct": "dram__throughput.avg.pct_of_peak_sustained_elapsed",
-    "memory_pct": "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
-    "l1_pct": "l1tex__throughput.avg.pct_of_peak_sustained_active",
-    "duration": "gpu__time_duration.sum",
-    "sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
-    "requests": "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
-}
+# metric key (before _s{stride}) -> ncu metric, the chapter's names (utils.kernel_profile) and the kernel's time;
+# sectors over requests is sectors_per_request
+METRICS = {**{k: kprof.METRICS[k] for k in ("dram_pct", "memory_pct", "l1_pct")},
+           "duration": "gpu__time_duration.sum", "sectors": kprof.SECTORS, "requests": kprof.REQUESTS}
 _TIME_UNITS = {"nsecond": 1e-9, "ns": 1e-9, "usecond": 1e-6, "us": 1e-6, "msecond": 1e-3, "ms": 1e-3,
                "second": 1.0, "s": 1.0}
 # What ncu prints when it cannot read the counters, in the words the reason should keep.
@@ -144,7 +139,7 @@ def profile(n: int, stride: int, *, timeout_s: int = TIMEOUT_S) -> tuple[dict | 
             return None, _one_line(f"ncu could not be started: {e}")
         output = (p.stdout or "") + "\n" + (p.stderr or "")
         try:
-            launches = parse_ncu_csv(p.stdout or "")
+            launches = kprof.parse_ncu_csv(p.stdout or "")
         except ValueError:                     # no CSV at all: ncu's own error says why, below
             launches = []
         mine = [launch.metrics for launch in launches if launch.kernel.split("(")[0].strip() == KERNEL]
@@ -225,7 +220,7 @@ def _metrics(results):
         put("requests", requests, "", METRICS["requests"])
         if requests > 0:
             put("sectors_per_request", sectors / requests, "", "global-load sectors over global-load requests "
-                "(l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum / l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum)")
+                f"({METRICS['sectors']} / {METRICS['requests']})")
         scale = _TIME_UNITS.get(got["duration"][1])
         if scale:
             put("duration", got["duration"][0] * scale, "s", f"{METRICS['duration']} (the kernel's time under "

@@ -36,10 +36,9 @@ from utils.measurements.common import (
     rotation,
 )
 from utils.measurements.occupancy_ilp import CONFIGS
-from utils.occupancy import SMLimits, occupancy
+from utils.occupancy import WARP, SMLimits, occupancy
 
 SM_LIMITS = Path(__file__).resolve().parents[1] / "catalog" / "sm_limits.toml"
-WARP = 32
 STRIDES = (1, 32)
 KERNELS = (*CONFIGS, *(f"strided-s{s}" for s in STRIDES))       # variant names; metric suffix: - -> _
 _MAX_BLOCKS_ATTRIBUTE = 106                 # CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR
