@@ -39,3 +39,8 @@ def test_exact_optimum_agrees_with_first_order_when_writes_are_small():
 def test_goodput_falls_as_failures_come_faster():
     g = [failures.goodput_at_optimum(2.4, m, 600.0, m) for m in (5000.0, 10000.0, 20000.0)]
     assert g[0] < g[1] < g[2] < 1 and not math.isnan(g[0])
+
+
+def test_the_llama3_defaults_are_its_counts_to_three_figures():
+    assert failures.LLAMA3_INTERRUPTIONS_PER_GPU_DAY == float(f"{466 / (54 * 16384):.3g}")
+    assert failures.LLAMA3_UNPLANNED_FRACTION == float(f"{419 / 466:.2g}")

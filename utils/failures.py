@@ -26,6 +26,10 @@ TAU_FORMULA = "sqrt(2*delta*M_u)"
 # one place for each, so the two chapters cite Llama 3's interruption record the same way.
 LLAMA3_INTERRUPTIONS_SOURCE = "Llama 3 paper sec. 3.3.4: 466 in 54 days on 16,384 H100s"
 LLAMA3_UNPLANNED_SOURCE = "Llama 3 paper sec. 3.3.4: 419 of 466 unexpected"
+# The two as the chains' defaults take them: plain literals, three figures of 466 / (54 x 16,384) and 419 / 466
+# (tests/test_failures.py holds them to the counts).
+LLAMA3_INTERRUPTIONS_PER_GPU_DAY = 5.27e-4
+LLAMA3_UNPLANNED_FRACTION = 0.90
 RESTART_SOURCE = "this book's assumption; FlashRecovery (arXiv:2509.03047) reports 150 s on 4,800 devices"
 
 GOODPUT_FORMULA = "1 - delta/tau - tau/(2*M_u) - t_r/M"

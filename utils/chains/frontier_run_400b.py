@@ -13,7 +13,9 @@ from utils.chain import Chain, as_float
 from utils.chains import Result
 from utils.failures import (
     GOODPUT_FORMULA,
+    LLAMA3_INTERRUPTIONS_PER_GPU_DAY,
     LLAMA3_INTERRUPTIONS_SOURCE,
+    LLAMA3_UNPLANNED_FRACTION,
     LLAMA3_UNPLANNED_SOURCE,
     RESTART_SOURCE,
     TAU_FORMULA,
@@ -67,9 +69,11 @@ PARAMETERS = (
           source="Llama 3 paper sec. 3.4.1: the final pre-training batch"),
     Param("bytes_per_token", 4.0, "bytes of stored text per token", unit="byte/token",
           source="this book's assumption: about 4 bytes of UTF-8 per token; int32 token ids are 4 too"),
-    Param("interruptions_per_gpu_day", 5.27e-4, "job interruptions per GPU per day", unit="1/GPU/day",
+    Param("interruptions_per_gpu_day", LLAMA3_INTERRUPTIONS_PER_GPU_DAY, "job interruptions per GPU per day",
+          unit="1/GPU/day",
           source=LLAMA3_INTERRUPTIONS_SOURCE),
-    Param("unplanned_fraction", 0.90, "share of interruptions that are failures", check="fraction",
+    Param("unplanned_fraction", LLAMA3_UNPLANNED_FRACTION, "share of interruptions that are failures",
+          check="fraction",
           source=LLAMA3_UNPLANNED_SOURCE),
     Param("checkpoint_bytes_per_param", 12.0, "bytes written per parameter at each checkpoint",
           unit="byte/parameter", source="this book: fp32 master weights and Adam's two moments"),

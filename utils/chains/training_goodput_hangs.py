@@ -12,7 +12,9 @@ from utils.chain import Chain, as_float
 from utils.chains import Result
 from utils.failures import (
     GOODPUT_FORMULA,
+    LLAMA3_INTERRUPTIONS_PER_GPU_DAY,
     LLAMA3_INTERRUPTIONS_SOURCE,
+    LLAMA3_UNPLANNED_FRACTION,
     LLAMA3_UNPLANNED_SOURCE,
     RESTART_SOURCE,
     TAU_FORMULA,
@@ -25,9 +27,11 @@ from utils.verdicts import READING, Claim
 PARAMETERS = (
     Param("n_gpus", 16384, "GPUs in the job", unit="GPU", check="whole",
           source="Llama 3 paper (arXiv:2407.21783) sec. 3.3.1 and Table 4: 16,384 H100s"),
-    Param("interruptions_per_gpu_day", 5.27e-4, "job interruptions per GPU per day", unit="1/GPU/day",
+    Param("interruptions_per_gpu_day", LLAMA3_INTERRUPTIONS_PER_GPU_DAY, "job interruptions per GPU per day",
+          unit="1/GPU/day",
           source=LLAMA3_INTERRUPTIONS_SOURCE),
-    Param("unplanned_fraction", 0.90, "share of interruptions that are failures (lose work)", check="fraction",
+    Param("unplanned_fraction", LLAMA3_UNPLANNED_FRACTION, "share of interruptions that are failures (lose work)",
+          check="fraction",
           source=LLAMA3_UNPLANNED_SOURCE),
     Param("hang_fraction", 0.10, "share of interruptions that are hangs (detected only by a timeout)",
           check="share", source="this book's assumption"),
