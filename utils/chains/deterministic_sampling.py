@@ -22,6 +22,8 @@ from utils.params import Param, ParameterError
 from utils.units import fmt, pct, q
 from utils.verdicts import READING, WRONG, Claim
 
+SIMULATION = "seeded float32 hidden states and weights, reduced in the orders two batch sizes and a fixed split give"
+
 TML = ("Horace He and Thinking Machines Lab, 'Defeating Nondeterminism in LLM Inference', Connectionism, "
        "2025-09-10 (thinkingmachines.ai/blog/defeating-nondeterminism-in-llm-inference), read 2026-12-01 through "
        "notes quoting it verbatim")
