@@ -56,7 +56,7 @@ test: $(VENV)/.test lint book-strict
 	    --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider $(CHAPTERS) $(GENERATED)
 
 notebooks: $(VENV)/.test
-	$(PY) -m utils.execute $(CHAPTERS) $(GENERATED)
+	$(PY) -m utils.tools.execute $(CHAPTERS) $(GENERATED)
 
 # No venv here on purpose: the GPU machines that measure have torch and triton but no registry access,
 # and the harness imports only the standard library, numpy, torch and triton.
@@ -76,7 +76,7 @@ rederive: $(VENV)/.book
 
 # A benchmark, not a test: each chapter's fast path against --notebook, medians of several runs.
 bench: $(VENV)/.test
-	$(PY) -m utils.bench $(ARGS)
+	$(PY) -m utils.tools.bench $(ARGS)
 
 # JupyterLab refuses to run as root unless told; a container's root user is told.
 lab: $(VENV)/.lab
@@ -84,7 +84,7 @@ lab: $(VENV)/.lab
 
 pdf: $(VENV)/.test
 	$(JB) build . --builder singlehtml
-	$(PY) -m utils.pdf _build/book.pdf
+	$(PY) -m utils.tools.pdf _build/book.pdf
 
 clean:
 	rm -rf _build

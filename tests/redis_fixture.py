@@ -3,7 +3,7 @@ temp dir, no persistence; started once per test module and killed after it.
 
 Where redis-server is absent the tests skip with one line, except under CI (CI=true), where they fail:
 .ci/run installs it, so a missing server there is a broken build, not a reason to skip.
-A test module takes the fixture with `redis_server = redis_fixture.redis_server` (tests/test_token_limits.py).
+A test module takes the fixture with `redis_server = redis_fixture.redis_server` (tests/serving/test_token_limits.py).
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def redis_server(tmp_path_factory):
         if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
             pytest.fail("redis-server is not installed, and under CI it must be (.ci/run installs it)")
         pytest.skip("redis-server is not installed (apt-get install redis-server)")
-    from utils.resp import Resp
+    from utils.serving.resp import Resp
     d = tmp_path_factory.mktemp("redis")
     for _ in range(3):                                   # a port taken between probe and bind: try another
         port = _free_port()

@@ -16,6 +16,7 @@ utils/formula_code.json (utils/formula_code.py), so computing a chain imports no
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,6 +63,9 @@ class Chain:
         self.title = title
         self.rows: list[Row] = []
         self._values: dict[str, object] = {}
+        # What the page draws beyond the rows (a simulation's runs, a trace, a sweep), by name: the one declared
+        # place for it, so a chapter never bolts attributes onto a Chain.
+        self.data: dict[str, object] = {}
 
     # --- building ---------------------------------------------------------------------------
     def _new(self, name: str) -> str:
@@ -176,3 +180,22 @@ def as_float(x, unit: str | None = None) -> float:
         x = x.to(unit) if unit is not None else x
         return float(np.asarray(x.magnitude))
     return float(x)
+
+
+# --- memoised page functions ---------------------------------------------------------------------------
+
+_MEMOISED: list = []
+
+
+def memoised(fn):
+    """A chain module's expensive, deterministic function (a check that runs a simulation, the claim's own
+    chain), computed once per process for each set of arguments. The one cache a chain module keeps:
+    `clear_memoised()` empties every one of them (the contract test does, before it watches for draws)."""
+    cached = functools.lru_cache(maxsize=None)(fn)
+    _MEMOISED.append(cached)
+    return cached
+
+
+def clear_memoised() -> None:
+    for fn in _MEMOISED:
+        fn.cache_clear()

@@ -10,8 +10,8 @@ the formula's text and on which of its names are the chain's symbols, so it is s
     code_for_solve("C = N_gpu*R*u*T", "N_gpu", {"C", "R", "u", "T"})
 
 A key not in the file (a formula a reader's own chain writes) is printed by sympy on the spot: the result is
-the same, only slower. `python -m utils.formula_code --write` rebuilds the file from every chapter's chain
-(its defaults and its claims); tests/test_formula_code.py checks each stored entry against sympy's output
+the same, only slower. `python -m utils.tools.write_formula_code` rebuilds the file from every chapter's chain
+(its defaults and its claims); tests/framework/test_formula_code.py checks each stored entry against sympy's output
 today and that every chapter's defaults need no sympy.
 """
 from __future__ import annotations
@@ -162,40 +162,3 @@ def fresh(k: str) -> dict:
     """What sympy prints today for a stored key."""
     kind, text, unknown, names = json.loads(k)
     return _print(parse(text, names) if kind == "step" else solution(text, unknown, names))
-
-
-def rebuild() -> dict:
-    """Every key the chapters' chains use (defaults and claims), printed by sympy now (the file unread)."""
-    from utils import chains
-    global _USE_FILE
-    MISSES.clear()
-    _PRINTED.clear()
-    _USE_FILE = False
-    try:
-        for slug in chains.slugs():
-            chains.derive(slug)
-            chains.claims(slug)
-    finally:
-        _USE_FILE = True
-    return {k: _PRINTED[k] for k in sorted(set(MISSES))}
-
-
-def main(argv=None) -> int:
-    import argparse
-    ap = argparse.ArgumentParser(prog="python -m utils.formula_code", description=__doc__.split("\n")[0])
-    ap.add_argument("--write", action="store_true", help="rebuild utils/formula_code.json from every chapter")
-    args = ap.parse_args(argv)
-    if not args.write:
-        print(f"{len(_stored())} formulas stored in {FILE.name}; --write rebuilds it")
-        return 0
-    table = rebuild()
-    lines = [f"{json.dumps(k)}: {json.dumps(v, sort_keys=True)}" for k, v in sorted(table.items())]
-    FILE.write_text("{\n" + ",\n".join(lines) + "\n}\n")      # one formula a line, so a diff reads
-    print(f"wrote {len(table)} formulas to {FILE}")
-    return 0
-
-
-if __name__ == "__main__":
-    # Run as a script this file is __main__, a second copy of the module; the chains use utils.formula_code.
-    from utils.formula_code import main as _main
-    sys.exit(_main())

@@ -12,7 +12,7 @@ on the records and the arguments (never on the time now), so committed notebook 
 `live=True` re-measures now (quick sizes) where a CUDA GPU is present, and says that none is otherwise.
 
 Records are the JSON files `python3 -m utils.measure` writes under book/measurements/ (see
-utils/measure_schema.json). `latest` returns the newest valid record of a measurement (full-size runs
+utils/gpu/schema.json). `latest` returns the newest valid record of a measurement (full-size runs
 only, unless asked for quick ones); records from the tests' fake timer are never read.
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from utils import measure as _measure
+from utils.gpu import harness as _measure
 from utils.units import Q_, fmt, pct
 
 ROOT = Path(__file__).resolve().parents[1]

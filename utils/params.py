@@ -149,3 +149,100 @@ class Param:
         if rule is not None:
             rule(**{self.name: value})
         return value
+
+
+# --- a chapter's interface -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Result:
+    """A headline result: glued under `name`, recorded in `unit`, printed by re-derive with `label`."""
+    name: str
+    unit: str
+    label: str
+    of: str = ""              # the key of compute()'s output; defaults to name
+    percent: bool = False     # glue as a percentage (for fractions)
+    digits: int = 3
+
+    @property
+    def key(self) -> str:
+        return self.of or self.name
+
+
+class Inputs(dict):
+    """Checked parameters, readable as attributes: p.gpu is a catalog Entry, p.mfu a float."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def replace(self, **changes) -> "Inputs":
+        return Inputs({**self, **changes})
+
+
+class Spec:
+    """A chapter's interface, held by its chain module as `SPEC` (the module's last line):
+
+        SPEC = Spec("fleet-size", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)
+
+    - parameters: Params, in the page's order; results: Results, in the page's order;
+    - compute(p): the chain as a pure function of the checked inputs;
+    - validate(p) (optional): checks across parameters (a conflict, a layout that cannot exist);
+    - refused (optional): {name: why} for inputs a reader may reach for that would mix architectures.
+    A chain module checks its own claim's inputs with `SPEC.check(...)` and another chapter's with
+    `that_module.SPEC.check(...)`, so no chain module needs the registry (utils.chains), which finds them."""
+
+    def __init__(self, slug: str, parameters, results, compute, *, validate=None, refused=None):
+        self.slug = slug
+        self.parameters = tuple(parameters)
+        self.results = tuple(results)
+        self.compute = compute
+        self.validate = validate
+        self.refused = dict(refused or {})
+
+    def defaults(self) -> dict[str, object]:
+        return {p.name: p.default for p in self.parameters}
+
+    def check(self, **values) -> Inputs:
+        """The parameters, defaults filled in and each value checked; bad input raises ParameterError with one
+        line that names the parameter (and, for a conflict, why)."""
+        spec = {p.name: p for p in self.parameters}
+        for name in values:
+            if name in self.refused:
+                raise ParameterError(f"{self.slug}: {name} cannot be set: {self.refused[name]}")
+            if name not in spec:
+                hint = catalog.nearest(name, list(spec))
+                did = f"did you mean {hint!r}? " if hint else ""
+                raise ParameterError(f"{self.slug} has no parameter {name!r}; {did}parameters: {', '.join(spec)}")
+        out = Inputs({name: p.check_value(values.get(name, p.default)) for name, p in spec.items()})
+        if self.validate is not None:
+            self.validate(out)
+        return out
+
+    def inputs(self, namespace: dict) -> Inputs:
+        """In a chapter: the parameters cell's values (read from the notebook's namespace), checked."""
+        missing = [p.name for p in self.parameters if p.name not in namespace]
+        if missing:
+            raise ParameterError(f"{self.slug}: the parameters cell lacks {', '.join(missing)} (see utils/chains/)")
+        return self.check(**{p.name: namespace[p.name] for p in self.parameters})
+
+    def source(self, p: Inputs, name: str) -> str:
+        """Where input `name` of the checked inputs `p` comes from: its parameter's source while it holds the
+        default, "parameters cell" once a reader has changed it (so a chain never types the default twice)."""
+        param = next(q for q in self.parameters if q.name == name)
+        value = p[name]
+        same = (getattr(value, "key", None) == param.default) if param.is_key else value == param.check_value(param.default)
+        return param.source if same else "parameters cell"
+
+    def extract(self, computed) -> dict:
+        """The headline results from compute()'s output, each converted to its Result unit."""
+        out = {}
+        for r in self.results:
+            v = computed[r.key]
+            out[r.name] = v.to(r.unit) if hasattr(v, "units") else v
+        return out
+
+    def derive(self, **values) -> dict:
+        """{result name: pint Quantity}, in the page's order."""
+        return self.extract(self.compute(self.check(**values)))

@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
                 r.name for r in chains.results(args.chapter)))
             records = {k: {"value": published[k]["value"], "unit": published[k]["unit"]} for k in order if k in published}
             if args.html:
-                from utils.page_html import render
+                from utils.tools.page_html import render
                 note = (f"Re-derived with python -m utils.rederive {args.chapter} "
                         + " ".join(f"--set {s}" for s in args.set)).strip()
                 Path(args.html).write_text(render(nb, args.chapter, note))

@@ -37,7 +37,7 @@ class Claim:
             raise ValueError(f"claim {self.name}: verdict must be one of {VERDICTS}, got {self.verdict!r}")
 
     def problems(self) -> list[str]:
-        """What the rule asks of this verdict and the claim lacks (tests/test_chains.py holds every
+        """What the rule asks of this verdict and the claim lacks (tests/chains/test_contract.py holds every
         chain module's claims to none)."""
         out = []
         if self.verdict == READING and not self.reading:

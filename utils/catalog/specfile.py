@@ -10,7 +10,7 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from utils.catalog import CatalogFileError, Entry, parse
+from utils.catalog.entries import CatalogFileError, Entry, parse
 
 # What every chain that takes a GPU reads; others (sm_count, l2_cache, tdp, ...) are asked for by name.
 REQUIRED = ("bf16_dense", "hbm_capacity", "hbm_bandwidth")

@@ -7,54 +7,26 @@
 
 One module per chapter, `utils/chains/<slug with underscores>.py`, holds:
 - PARAMETERS: a tuple of utils.params.Param (name, default, meaning, unit, check, source);
-- RESULTS: a tuple of Result (name, unit, label; `of` names the key of compute's output it reads);
+- RESULTS: a tuple of utils.params.Result (name, unit, label; `of` names the key of compute's output it reads);
 - compute(p): the chain as a pure function of the checked inputs `p` (attributes by parameter name;
-  catalog keys arrive as catalog Entries), returning anything indexable by the results' `of` keys,
-  usually a utils.chain.Chain;
+  catalog keys arrive as catalog Entries), returning a utils.chain.Chain;
 - claims(): the claims from the source documents, judged on the claims' own inputs (utils.verdicts);
-- REFUSED (optional): {name: why} for inputs a reader may reach for that would mix architectures,
-  e.g. six-nd's n_params, which must come from a model so its layers and width come with it.
+- validate(p) (optional): checks across parameters; REFUSED (optional): {name: why} for inputs a reader may
+  reach for that would mix architectures, e.g. six-nd's n_params, which must come from a model;
+- SPEC = utils.params.Spec(slug, PARAMETERS, RESULTS, compute, validate=..., refused=...), its last line.
 
-No I/O, no plotting, no torch and no simulation the results do not need, so a re-derivation is a
-fraction of a second.
+This module finds the chain modules and asks their SPEC; no chain module imports it back (one that needs
+another chapter's chain imports that module and asks its SPEC). No I/O, no plotting, no torch and no
+simulation the results do not need, so a re-derivation is a fraction of a second.
 """
 from __future__ import annotations
 
 import importlib
 import pkgutil
-from dataclasses import dataclass
 from types import ModuleType
 
 from utils.catalog import nearest
-from utils.params import Param, ParameterError
-
-
-@dataclass(frozen=True)
-class Result:
-    """A headline result: glued under `name`, recorded in `unit`, printed by re-derive with `label`."""
-    name: str
-    unit: str
-    label: str
-    of: str = ""              # the key of compute()'s output; defaults to name
-    percent: bool = False     # glue as a percentage (for fractions)
-    digits: int = 3
-
-    @property
-    def key(self) -> str:
-        return self.of or self.name
-
-
-class Inputs(dict):
-    """Checked parameters, readable as attributes: p.gpu is a catalog Entry, p.mfu a float."""
-
-    def __getattr__(self, name):
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-    def replace(self, **changes) -> "Inputs":
-        return Inputs({**self, **changes})
+from utils.params import Inputs, Param, ParameterError, Result, Spec  # noqa: F401 - Inputs, Result: the public names
 
 
 def slugs() -> list[str]:
@@ -70,58 +42,41 @@ def module(slug: str) -> ModuleType:
     return importlib.import_module(f"{__name__}.{slug.replace('-', '_')}")
 
 
+def spec(slug: str) -> Spec:
+    return module(slug).SPEC
+
+
 def parameters(slug: str) -> tuple[Param, ...]:
-    return tuple(module(slug).PARAMETERS)
+    return spec(slug).parameters
 
 
 def defaults(slug: str) -> dict[str, object]:
-    return {p.name: p.default for p in parameters(slug)}
+    return spec(slug).defaults()
 
 
 def results(slug: str) -> tuple[Result, ...]:
-    return tuple(module(slug).RESULTS)
+    return spec(slug).results
 
 
 def check(slug: str, **values) -> Inputs:
     """The chapter's parameters, defaults filled in and each value checked; bad input raises
     ParameterError with one line that names the parameter (and, for a conflict, why)."""
-    mod = module(slug)
-    spec = {p.name: p for p in mod.PARAMETERS}
-    refused = getattr(mod, "REFUSED", {})
-    for name in values:
-        if name in refused:
-            raise ParameterError(f"{slug}: {name} cannot be set: {refused[name]}")
-        if name not in spec:
-            hint = nearest(name, list(spec))
-            did = f"did you mean {hint!r}? " if hint else ""
-            raise ParameterError(f"{slug} has no parameter {name!r}; {did}parameters: {', '.join(spec)}")
-    out = Inputs({name: p.check_value(values.get(name, p.default)) for name, p in spec.items()})
-    validate = getattr(mod, "validate", None)
-    if validate is not None:   # checks across parameters (a conflict, a layout that cannot exist)
-        validate(out)
-    return out
+    return spec(slug).check(**values)
 
 
 def inputs(slug: str, namespace: dict) -> Inputs:
     """In a chapter: the parameters cell's values (read from the notebook's namespace), checked."""
-    missing = [p.name for p in parameters(slug) if p.name not in namespace]
-    if missing:
-        raise ParameterError(f"{slug}: the parameters cell lacks {', '.join(missing)} (see utils/chains/)")
-    return check(slug, **{p.name: namespace[p.name] for p in parameters(slug)})
+    return spec(slug).inputs(namespace)
 
 
 def extract(slug: str, computed) -> dict:
     """The headline results from compute()'s output, each converted to its Result unit."""
-    out = {}
-    for r in results(slug):
-        v = computed[r.key]
-        out[r.name] = v.to(r.unit) if hasattr(v, "units") else v
-    return out
+    return spec(slug).extract(computed)
 
 
 def derive(slug: str, **values) -> dict:
     """Re-derive a chapter: {result name: pint Quantity}, in the page's order."""
-    return extract(slug, module(slug).compute(check(slug, **values)))
+    return spec(slug).derive(**values)
 
 
 def claims(slug: str) -> list:

@@ -15,9 +15,8 @@ import numpy as np
 
 from utils import catalog
 from utils.chain import Chain, as_float
-from utils.chains import Result
 from utils.models import is_mla, is_moe, param_count
-from utils.params import Param, ParameterError
+from utils.params import Param, ParameterError, Result, Spec
 from utils.training import flops_per_parameter_token
 from utils.units import fmt, num, pct, q
 from utils.verdicts import HOLDS, WRONG, Claim
@@ -109,7 +108,7 @@ def layer_bytes(p, s, b, h, a):
 def layer_terms() -> dict:
     """The layer's bytes split into the width term sbh(16p + 2) and the score term as^2b(2p + 1). Every entry is
     one monomial, either in s b h (width) or in a s^2 b (score, the ones that vanish without heads), so each
-    term's coefficient at p is the entries' sum at s = b = h = 1 (tests/test_activation_recompute.py expands
+    term's coefficient at p is the entries' sum at s = b = h = 1 (tests/chains/test_activation_recompute.py expands
     the symbolic sum and checks Korthikanti's 34 + 5as/h)."""
     score = [e for _, _, e in STORED if e(1, 1, 1, 1, 0) == 0]
     width = [e for _, _, e in STORED if e(1, 1, 1, 1, 0) != 0]
@@ -447,3 +446,6 @@ def tiny_prediction(ln_stat_bytes: int) -> dict:
     stats = 2 * 2 * sb * ln_stat_bytes
     return dict(per_layer=per_layer, stats=TINY["layers"] * stats, stored=TINY["layers"] * (per_layer + stats),
                 kept=TINY["layers"] * 2 * sb * h, formula_ratio=per_layer / (2 * sb * h))
+
+
+SPEC = Spec("activation-recompute", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)

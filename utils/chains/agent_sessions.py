@@ -6,18 +6,17 @@ of the replica's KV budget it keeps from other sequences, for the whole call); d
 re-prefill of the context, 2 N_a T + causal attention, at the prefill MFU. They cross at t_x, which does
 not depend on the context while attention is small (both grow with T). Host memory, reached over each
 GPU's PCIe link, or local NVMe, parks it for the price of a copy back. The pieces and the state machine
-are in utils.agent_session; the KV bytes and the budget come from utils.models and utils.serving.
+are in utils.serving.agent_session; the KV bytes and the budget come from utils.models and utils.serving.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from utils import catalog, roofline, serving
-from utils.agent_session import Costs, choose_tier, crossover_s, park_cost
 from utils.chain import Chain, as_float
-from utils.chains import Result
 from utils.chains.prefix_caching import MFU_SOURCE
-from utils.params import Param, ParameterError
+from utils.params import Param, ParameterError, Result, Spec
+from utils.serving.agent_session import Costs, choose_tier, crossover_s, park_cost
 from utils.units import duration, fmt, pct, q
 from utils.verdicts import HOLDS, READING, WRONG, Claim
 
@@ -129,7 +128,7 @@ def session_chain(p, *, source="parameters cell") -> Chain:
 
 
 def costs(ch, p) -> Costs:
-    """The chain's numbers as plain floats for utils.agent_session."""
+    """The chain's numbers as plain floats for utils.serving.agent_session."""
     return Costs(kv_bytes=as_float(ch["K"], "byte"), kv_budget=as_float(ch["M_kv"], "byte"), gpus=p.gpus_per_replica,
                  host_rate=as_float(ch["g"] * ch["B_h"], "byte/s"), nvme_rate=as_float(ch["R_n"], "byte/s"),
                  host_room=as_float(ch["M_h"], "byte"), nvme_room=float("inf"),
@@ -153,8 +152,8 @@ CLAIM = {prm.name: prm.default for prm in PARAMETERS}
 
 
 def checks() -> dict:
-    from utils import chains
-    p = chains.check("agent-sessions", **CLAIM)
+
+    p = SPEC.check(**CLAIM)
     ch = session_chain(p, source="the claim")
     return dict(p=p, chain=ch, costs=costs(ch, p), tier=tier_of(ch, p))
 
@@ -206,9 +205,9 @@ def crossover_curve(ch, p, tools=None) -> dict:
 
 
 def what_changes(p) -> dict:
-    from utils import chains
-    moe = session_chain(chains.check("agent-sessions", model="gpt-oss-120b"))
-    long = session_chain(chains.check("agent-sessions", tool_result_tokens=1000))
+
+    moe = session_chain(SPEC.check(model="gpt-oss-120b"))
+    long = session_chain(SPEC.check(tool_result_tokens=1000))
     base = session_chain(p)
     return {"wc-moe-x": fmt(moe["t_x"]), "wc-moe-kv": fmt(moe["K"]), "wc-long-tokens": fmt(q(1000, "token")),
             "wc-long-x": fmt(long["t_x"]),
@@ -217,9 +216,9 @@ def what_changes(p) -> dict:
 
 
 def exercises(ck: dict) -> dict:
-    from utils import chains
+
     ch, p = ck["chain"], ck["p"]
-    short = session_chain(chains.check("agent-sessions", tool_s=5.0))
+    short = session_chain(SPEC.check(tool_s=5.0))
     c5 = costs(short, p)
     return {"ex1-tier": choose_tier(5.0, c5, p.resume_budget_s), "ex1-hbm": fmt(q(park_cost("hbm", 5.0, c5)["gpu_s"], "GPU*s")),
             "ex1-drop": fmt(q(c5.prefill_gpu_s, "GPU*s")),
@@ -239,3 +238,6 @@ def crossover_at(ch, p, tokens: float) -> float:
 def session_ends(p) -> dict:
     end = p.start_context_tokens + p.steps * (p.think_tokens + p.tool_result_tokens)
     return dict(start=float(p.start_context_tokens), end=float(end))
+
+
+SPEC = Spec("agent-sessions", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)

@@ -1,5 +1,5 @@
 """allocated-vs-utilized: the gap between GPUs a scheduler handed out and GPUs that did work, its four
-causes, and the three metrics that separate them, run on a seeded synthetic fleet (utils.fleet_telemetry).
+causes, and the three metrics that separate them, run on a seeded synthetic fleet (utils.fleet.fleet_telemetry).
 
 Utilised GPU-hours are tensor-active x allocated GPU-hours. With each cause c holding a share s_c of the
 allocated GPU-hours at a mean tensor-active a_c, the fleet's utilised share is A * sum_c s_c a_c for an
@@ -10,8 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from utils.chain import Chain
-from utils.chains import Result
-from utils.fleet_telemetry import (
+from utils.fleet.fleet_telemetry import (
     CAUSES,
     METRICS,
     TENANTS,
@@ -23,7 +22,7 @@ from utils.fleet_telemetry import (
     signature,
     waste,
 )
-from utils.params import Param, ParameterError
+from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, pct, q
 from utils.verdicts import READING, UNCHECKABLE, WRONG, Claim
 
@@ -104,7 +103,7 @@ def fleet(n_gpus, days, allocated_share, shares, tensor_working, tensor_data_wai
         ch.given(f"s_{SYM[c]}", shares[c], f"{c}: share of allocated GPU-hours", kind="assumption", source=source)
     for k, c in enumerate(CAUSES):
         ch.given(f"a_{SYM[c]}", w["utilised"][k] / w["allocated"][k] if w["allocated"][k] else 0.0,
-                 f"{c}: mean tensor-active (measured on the rows)", kind="derived", source="utils.fleet_telemetry")
+                 f"{c}: mean tensor-active (measured on the rows)", kind="derived", source="utils.fleet.fleet_telemetry")
     ch.step("u", " + ".join(f"s_{SYM[c]}*a_{SYM[c]}" for c in CAUSES), "", "utilised share of allocated")
     ch.step("U", "A*u", "", "utilised share of the fleet")
     ch.step("G", "A - U", "", "the gap, in points of the fleet")
@@ -112,7 +111,7 @@ def fleet(n_gpus, days, allocated_share, shares, tensor_working, tensor_data_wai
         ch.step(f"W_{SYM[c]}", f"H_a*s_{SYM[c]}*(1 - a_{SYM[c]})", "GPU*hour", f"GPU-hours {c} wastes")
     acc = float((pred == t.cause).mean())
     ch.given("acc", acc, "rows classified correctly by the three metrics", kind="derived",
-             source="utils.fleet_telemetry.classify")
+             source="utils.fleet.fleet_telemetry.classify")
     ch.value("acc_drop", q(max(drops.values()), ""))
     return dict(chain=ch, telemetry=t, predicted=pred, confusion=confusion(t, pred), drops=drops, waste=w,
                 signature=signature(t), thresholds=th, rows=rows)
@@ -268,3 +267,5 @@ def exercises() -> dict:
             "ex2-threshold": fmt(q(2.0, "minute")), "ex2-acc": pct(float(short["chain"]["acc"].m)),
             "ex3-gap": pct(float(fixed["chain"]["G"].m)), "ex3-base": pct(float(base["chain"]["G"].m))}
 
+
+SPEC = Spec("allocated-vs-utilized", PARAMETERS, RESULTS, compute, validate=validate)

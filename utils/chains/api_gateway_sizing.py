@@ -5,8 +5,8 @@ The boxes are data (BOXES), and what each carries at the page's traffic is compu
 sizing is the replica-sizing chain (utils.chains.replica_sizing.sizing_chain, which calls utils.serving's
 budget, add_budget_steps and add_decode_inputs), run at 2,000 users: tokens per user, the prefill and
 decode demand on a replica, the KV budget, whichever binds, then replicas with headroom. Two checks run
-the book's building blocks: the admission box (utils.admission) admits exactly the caches the KV budget
-holds, and utils.batching's decode step at that batch is the chain's own.
+the book's building blocks: the admission box (utils.serving.admission) admits exactly the caches the KV budget
+holds, and utils.serving.batching's decode step at that batch is the chain's own.
 """
 from __future__ import annotations
 
@@ -14,10 +14,11 @@ import dataclasses
 import functools
 import math
 
-from utils import admission, batching, catalog
+from utils import catalog
 from utils.chain import Chain, as_float
-from utils.chains import Result
 from utils.chains import replica_sizing as rs
+from utils.params import Result, Spec
+from utils.serving import admission, batching
 from utils.serving import users_text as ucount
 from utils.units import duration, fmt, pct, q
 from utils.verdicts import READING, WRONG, Claim
@@ -116,8 +117,8 @@ CLAIM_USERS = 2000
 
 
 def claim_inputs():
-    from utils import chains
-    return chains.inputs("api-gateway-sizing", {**chains.defaults("api-gateway-sizing"), "users": CLAIM_USERS})
+
+    return SPEC.inputs({**SPEC.defaults(), "users": CLAIM_USERS})
 
 
 def admitted_by_the_box(ch) -> int:
@@ -131,7 +132,7 @@ def admitted_by_the_box(ch) -> int:
 
 
 def step_agrees(ch) -> float:
-    """utils.batching's decode step at the binding batch, over the chain's own step time."""
+    """utils.serving.batching's decode step at the binding batch, over the chain's own step time."""
     # replica-sizing keeps f per token (tau tokens per user per step); Engine wants FLOPs per sequence
     e = batching.Engine(wbytes=as_float(ch["N_r"] * ch["b_w"], "byte"), kvs=as_float(ch["kv_u"], "byte/sequence"),
                         W=as_float(ch["g"] * ch["W"], "byte/s"), P=as_float(ch["g"] * ch["P"], "FLOP/s"),
@@ -210,3 +211,6 @@ def exercises() -> dict:
     return {"ex1-users": fmt(10 * CLAIM_USERS), "ex1-r": fmt(ten["R"]), "ex1-rq": fmt(ten["R_q"]),
             "ex2-r": fmt(no_head["R"]), "ex2-saved": fmt(base["R"].m - no_head["R"].m),
             "ex3-gap": duration(q(1 / rpu, "s")), "ex3-streams": ucount(base["N_u"])}
+
+
+SPEC = Spec("api-gateway-sizing", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)

@@ -2,7 +2,7 @@
 buys back.
 
 Standard attention writes S = QK^T, the softmax reads S and writes P, the second product reads P: the
-square matrix crosses HBM four times (counted on the page from eager torch by utils.byte_counter). The
+square matrix crosses HBM four times (counted on the page from eager torch by utils.gpu.byte_counter). The
 tiled kernel keeps S and P on chip; with B_r query rows per program it reads K and V once per query block.
 Both are placed on the GPU's roofline (the harness's measured ceilings where a record exists).
 """
@@ -15,8 +15,7 @@ import numpy as np
 
 from utils import catalog, measured, roofline
 from utils.chain import Chain, as_float
-from utils.chains import Result
-from utils.params import Param
+from utils.params import Param, Result, Spec
 from utils.units import auto_bytes, fmt, pct, q
 from utils.verdicts import READING, Claim
 
@@ -32,9 +31,9 @@ PARAMETERS = (
     Param("bytes_per_element", 2.0, "bytes per element of Q, K, V, O and the scores (2 = bf16 or fp16)",
           unit="B", source="bf16, the precision attention runs in"),
     Param("block_q", 128, "query rows per program of the tiled kernel, B_r", check="whole",
-          source="utils/kernels/attention.py, the harness's block"),
+          source="utils/gpu/kernels/attention.py, the harness's block"),
     Param("block_k", 64, "keys per step of the tiled kernel's inner loop, B_c", check="whole",
-          source="utils/kernels/attention.py"),
+          source="utils/gpu/kernels/attention.py"),
 )
 
 RESULTS = (
@@ -47,7 +46,7 @@ RESULTS = (
     Result("intensity_tiled", "FLOP/B", "Intensity of the tiled forward, every re-read from HBM", of="I_t"),
 )
 
-# Counted on the page (and in tests/test_attention_traffic.py) from the operations eager torch dispatches
+# Counted on the page (and in tests/chains/test_attention_traffic.py) from the operations eager torch dispatches
 # for materialised attention: S written, S read by the softmax, P written, P read by the second product.
 SQUARE_WRITES, SQUARE_READS = 2, 2
 REGFILE = q(65536 * 4, "B")
@@ -76,7 +75,7 @@ def attention_chain(gpu, n_ctx, d, e, b_r, b_c, *, source="parameters cell") -> 
     ch.given("e", q(e, "B"), "bytes per element in HBM", kind="assumption", source=source)
     ch.step("S_b", "N**2*e", "MB", "one head's score matrix")
     ch.given("n_w", SQUARE_WRITES, "N x N matrices written: S, then P", kind="derived",
-             source="counted from the operations eager torch dispatches (utils.byte_counter)")
+             source="counted from the operations eager torch dispatches (utils.gpu.byte_counter)")
     ch.given("n_r", SQUARE_READS, "N x N matrices read back: S by the softmax, P by the second product",
              kind="derived", source="counted, as above")
     ch.step("M_m", "(n_w + n_r)*S_b + 4*N*d*e", "MB", "bytes before tiling: the square passes, plus Q, K, V, O")
@@ -352,3 +351,6 @@ def measured_predictions(gpu, sizes: list[dict], element_bytes: dict, block_q: i
                         times={v: (c[k] * heads).to("s") for v, k in
                                (("triton", "t_t"), ("materialised", "t_m"), ("sdpa", "t_0"))}))
     return out
+
+
+SPEC = Spec("attention-traffic", PARAMETERS, RESULTS, compute)

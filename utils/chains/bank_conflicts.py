@@ -3,7 +3,7 @@ what the conflict costs a tiled transpose.
 
 Shared memory is 32 banks of 4-byte words; a request takes as many wavefronts as its most-loaded bank has
 distinct words. A column walk at a pitch of p elements of w words is a gcd(p, 32/w)-way conflict (the
-analyser, utils.bank_conflicts.analyse, applies the rule address by address; the check proves the closed
+analyser, utils.gpu.bank_conflicts.analyse, applies the rule address by address; the check proves the closed
 form). A transpose crosses the banks twice per tile (row writes, column reads); its shared-memory time is
 wavefronts over (SMs x clock), its HBM time bytes over bandwidth, and the slower one sets the time.
 """
@@ -12,10 +12,9 @@ from __future__ import annotations
 import math
 
 from utils import catalog
-from utils.bank_conflicts import BANK_BYTES, BANKS, WARP, WIDTHS, analyse, column_walk, lanes_per_phase, pitch_rule, row_walk
 from utils.chain import Chain, as_float
-from utils.chains import Result
-from utils.params import Param, ParameterError
+from utils.gpu.bank_conflicts import BANK_BYTES, BANKS, WARP, WIDTHS, analyse, column_walk, lanes_per_phase, pitch_rule, row_walk
+from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, q
 from utils.verdicts import HOLDS, WRONG, Claim
 
@@ -23,7 +22,7 @@ GUIDE = ("NVIDIA CUDA C++ Programming Guide, Shared Memory (compute capability 5
          "successive 32-bit words in successive banks, 32 bits per bank per clock")
 CLOCK_SOURCE = ("Glenn K. Lockwood, NVIDIA H100 notes (glennklockwood.com/garden/processors/h100), read "
                 "2026-11-30: 1.98 GHz boost; the H200 has the H100's GH100 compute (catalog note)")
-ANALYSER = "the bank rule, applied by utils.bank_conflicts.analyse"
+ANALYSER = "the bank rule, applied by utils.gpu.bank_conflicts.analyse"
 
 PARAMETERS = (
     Param("gpu", "h200", "the GPU: a catalog accelerator key (its SM count must be in the catalog)",
@@ -257,3 +256,6 @@ def exercises(p) -> dict:
         "ex2-wp": fmt(analyse(column_walk(33, elem_bytes=8), 8).wavefronts), "ex2-s": f"{as_float(e2['s']):.3g}x",
         "ex3-dstar": fmt(h100["d_star"]), "ex3-dstar-h200": fmt(h200["d_star"]),
     }
+
+
+SPEC = Spec("bank-conflicts", PARAMETERS, RESULTS, compute, validate=validate)

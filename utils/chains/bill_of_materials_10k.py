@@ -1,7 +1,7 @@
 """bill-of-materials-10k: a ten-thousand-GPU cluster, line by line, each line from one reason.
 
 The FLOPs the model needs set the run length on the GPUs (6ND over G u R); the failure rate sets the spare
-pool (Little's law and a Poisson quantile, utils.cluster); the switch radix sets the pod (k^2/4 ports) and
+pool (Little's law and a Poisson quantile, utils.fleet.cluster); the switch radix sets the pod (k^2/4 ports) and
 the fabric (a rail-optimised three-tier fat tree, core tapered s:1); the checkpoint sets the filesystem
 (size over time, Young's interval); the parts set the power (servers, switches and optics, storage, PUE).
 The model is one parameter: its counted parameters set the compute (those multiplied per token) and the
@@ -14,12 +14,12 @@ from fractions import Fraction
 
 import numpy as np
 
-from utils import catalog, cluster
+from utils import catalog
 from utils.chain import Chain, as_float
-from utils.chains import Result
+from utils.fleet import cluster
 from utils.measured import latest, metric_of
 from utils.models import param_count
-from utils.params import Param, ParameterError
+from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, pct, q, short
 from utils.verdicts import HOLDS, READING, WRONG, Claim, within
 
@@ -177,7 +177,7 @@ def bill(n_gpus, gpus_per_node, nodes_per_pod, switch_radix, checkpoint_bytes, c
     spares = cluster.poisson_quantile(as_float(ch["L_out"], ""), spare_confidence)
     ch.given("p_s", spare_confidence, "confidence the pool covers the nodes out", kind="assumption", source=source)
     ch.given("S_n", spares, "spare nodes: Poisson(L_out) quantile at p_s", kind="derived",
-             source="utils.cluster.poisson_quantile")
+             source="utils.fleet.cluster.poisson_quantile")
     ch.step("S_g", "S_n*g", "GPU", "spare GPUs (whole nodes)")
     ch.step("n_req", "n_job + S_n", "", "nodes with the spare pool")
     ch.given("n_pod", nodes_per_pod, "nodes per pod", kind="assumption", source=source)
@@ -326,7 +326,7 @@ def checks() -> dict:
 
 
 def superpod_route() -> list[tuple]:
-    """Second route for the switch counts: NVIDIA's DGX SuperPOD table, row by row, against utils.cluster."""
+    """Second route for the switch counts: NVIDIA's DGX SuperPOD table, row by row, against utils.fleet.cluster."""
     k, rows = radix(), []
     for su, (nodes, leaf, spine, core, c1, c2, c3) in SUPERPOD.items():
         pod = nodes if nodes * 8 <= k ** 2 // 2 else cluster.pod_limit(k) // 8
@@ -566,3 +566,6 @@ def exercises(p, ch) -> dict:
             "ex2-tau": fmt(ex2["tau"]), "ex2-o": pct(ex2["o"]), "ex2-o-now": pct(ch["o"]), "ex3-radix": fmt(k3),
             "ex3-pod": fmt(pod3), "ex3-pods": fmt(count(ex3, "P")), "ex3-nodes": counted(count(ex3, "n"), "nodes"),
             "ex3-sw": fmt(count(ex3, "N_sw")), "ex3-extra": fmt(count(ex3, "n_extra"))}
+
+
+SPEC = Spec("bill-of-materials-10k", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)

@@ -1,6 +1,6 @@
 """billing-pipeline: what each way a token-billing pipeline goes wrong costs a month at a platform's scale
 (closed-form arithmetic over the rates), and each one injected into a month of traffic on the real SQLite
-pipeline of utils.billing, where the reconciliation against the engines' counters shows it.
+pipeline of utils.fleet.billing, where the reconciliation against the engines' counters shows it.
 """
 from __future__ import annotations
 
@@ -9,10 +9,9 @@ import os
 import tempfile
 from decimal import Decimal
 
-from utils import billing as bl
 from utils.chain import Chain
-from utils.chains import Result
-from utils.params import Param, ParameterError
+from utils.fleet import billing as bl
+from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, pct, q
 from utils.verdicts import READING, WRONG, Claim
 
@@ -195,3 +194,6 @@ def exercises() -> dict:
             "ex1-events": "2,001", "ex1-sum": f"${sum(per_event, Decimal('0.00'))}",
             "ex2-rate": pct(0.0005), "ex2-usd": fmt(0.0005 * R * n * 30 * 2.5 / 1e6 * 12, "USD"),
             "ex3-skew": "2 h", "ex3-bound": "5 min"}
+
+
+SPEC = Spec("billing-pipeline", PARAMETERS, RESULTS, compute, validate=validate)

@@ -2,7 +2,7 @@
 
 Owned cost over the period = capex - resale value + power at full draw for every hour (times the PUE and
 the price of electricity) + operations; renting costs r u H. The break-even u_be = C_own / (r H) is the
-owned cost per GPU-hour at full use over the rental rate (utils.money). Every default is a catalog price
+owned cost per GPU-hour at full use over the rental rate (utils.fleet.money). Every default is a catalog price
 (utils/catalog/prices.toml) with its source and the date it was read.
 """
 from __future__ import annotations
@@ -11,10 +11,10 @@ import math
 
 import numpy as np
 
-from utils import catalog, money
+from utils import catalog
 from utils.chain import Chain, as_float
-from utils.chains import Result
-from utils.params import Param, ParameterError
+from utils.fleet import money
+from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, pct, q
 from utils.verdicts import READING, Claim, within
 
@@ -156,7 +156,7 @@ def cases() -> dict:
         u_runpod_nores=breakeven(residual_fraction=0.0, rent_usd_per_gpu_hour=r_runpod)[0],
         u_both=breakeven(residual_fraction=0.0, rent_usd_per_gpu_hour=r_contract)[0],
         bom_pue=BOM_PUE, u_bom_pue=breakeven(pue=BOM_PUE)[0])
-    # Second route, without pint or the chain: the same arithmetic in plain floats (utils.money).
+    # Second route, without pint or the chain: the same arithmetic in plain floats (utils.fleet.money).
     t = typical()
     own = money.owned_cost(t["gpu_capex"], t["years"], t["power_kw_per_gpu"], t["pue"], t["usd_per_kwh"],
                            t["ops_usd_per_gpu_year"], t["residual_fraction"])
@@ -245,7 +245,7 @@ def point(p) -> dict:
 
 
 def elasticities(p) -> dict:
-    """Elasticity of the break-even to each input, at this run's inputs (sympy, utils.money)."""
+    """Elasticity of the break-even to each input, at this run's inputs (sympy, utils.fleet.money)."""
     names = {"rent_usd_per_gpu_hour": "rental rate", "gpu_capex": "capex", "residual_fraction": "resale value",
              "ops_usd_per_gpu_year": "operations", "usd_per_kwh": "electricity price", "pue": "PUE",
              "power_kw_per_gpu": "power per GPU"}
@@ -343,3 +343,6 @@ def elasticity_texts(p, ch, elastic) -> dict:
             "el-capex": f"{elastic['capex']:.2f}", "el-res": f"{elastic['resale value']:.2f}",
             "el-kwh": f"{elastic['electricity price']:.2f}", "el-ops": f"{elastic['operations']:.2f}",
             "per-tenth": f"{100 * as_float(0.1 * ch['C_cap'] / ch['C_rent'], ''):.1f}", "r-star": fmt(ch["c_full"])}
+
+
+SPEC = Spec("buy-vs-rent", PARAMETERS, RESULTS, compute, validate=validate)

@@ -5,8 +5,8 @@ The rate rule trips when a window of W seconds at R requests per second (n_W = R
 m = ceil(theta n_W) failures; it checks on each failure, so a healthy backend failing with probability
 p_h gives it R p_h checks an hour, each a binomial tail: the union bound on false trips. The consecutive
 rule trips on k failures in a row; its probability over n calls is a Markov chain over the run length
-(utils.circuit_breaker.run_probability), with a Poisson approximation as a second route. The breaker
-itself runs on a fake clock against a seeded flaky backend (utils.circuit_breaker.simulate).
+(utils.components.circuit_breaker.run_probability), with a Poisson approximation as a second route. The breaker
+itself runs on a fake clock against a seeded flaky backend (utils.components.circuit_breaker.simulate).
 
 Retries: during a sustained failure every attempt fails, so a request makes (1 + r) attempts per layer
 of retries, (1 + r)^L in all; a backend that comes back at a fraction of its capacity meets that
@@ -17,8 +17,7 @@ from __future__ import annotations
 import math
 
 from utils.chain import Chain
-from utils.chains import Result
-from utils.circuit_breaker import (
+from utils.components.circuit_breaker import (
     CLOSED,
     HALF_OPEN,
     OPEN,
@@ -32,7 +31,7 @@ from utils.circuit_breaker import (
     simulate,
     step_error_rate,
 )
-from utils.params import Param, ParameterError
+from utils.params import Param, ParameterError, Result, Spec
 from utils.units import duration, fmt, pct, q
 from utils.verdicts import HOLDS, READING, WRONG, Claim
 
@@ -82,7 +81,7 @@ RESULTS = (
     Result("probe_load_share", "", "Open breaker's probes, as a share of capacity", of="s_probe", percent=True),
 )
 
-SIMULATION = "the breaker on a fake clock against a seeded flaky backend (utils.circuit_breaker.simulate)"
+SIMULATION = "the breaker on a fake clock against a seeded flaky backend (utils.components.circuit_breaker.simulate)"
 HOUR = 3600.0
 FALSE_TARGET, DETECT_TARGET = 0.01, 0.99     # this book's bar: under 1% a healthy hour, 99% within a minute
 K_RANGE = range(1, 21)
@@ -157,19 +156,19 @@ def compute(p) -> dict:
     ch.step("t_exp", "W*(theta - p_h)/(p_d - p_h)", "s", "expected time after the onset for the rate to cross theta")
     ch.given("t_open", q(min(r["first_open_after"], p.outage_s), "s"),
              "time after the onset the rate breaker opened (the outage's length if it never did)", kind="derived",
-             source="utils.circuit_breaker.simulate, seeded")
+             source="utils.components.circuit_breaker.simulate, seeded")
     ch.given("c_h", q(nums["checks"], "1/hour"), "rate-rule checks a healthy hour (one per failure)",
              kind="derived", source="R p_h")
     ch.given("H_rate", q(1 / max(nums["checks"] * nums["tail_h"], 1e-300), "hour"),
              "hours between false trips: one over checks times the binomial tail (union bound)", kind="derived",
-             source="utils.circuit_breaker.binomial_tail")
+             source="utils.components.circuit_breaker.binomial_tail")
     ch.given("P_miss", nums["miss"], "P(a check on a fully degraded window does not trip)", kind="derived",
-             source="utils.circuit_breaker.binomial_tail")
+             source="utils.components.circuit_breaker.binomial_tail")
     ch.given("k", k, "failures in a row for the consecutive rule", kind="assumption", source="parameters cell")
     ch.given("P_k_h", nums["ks"][k]["false"], "consecutive rule: P(trip) in a healthy hour", kind="derived",
-             source="utils.circuit_breaker.run_probability")
+             source="utils.components.circuit_breaker.run_probability")
     ch.given("P_k_d", nums["ks"][k]["detect"], "consecutive rule: P(trip) within the detection time",
-             kind="derived", source="utils.circuit_breaker.run_probability")
+             kind="derived", source="utils.components.circuit_breaker.run_probability")
     ch.given("r", int(p.retries), "retries per attempt, at each layer", kind="assumption", source="parameters cell")
     ch.given("L", int(p.retry_layers), "layers that retry", kind="assumption", source="parameters cell")
     ch.step("M", "(1 + r)**L", "", "attempts per request when every attempt fails")
@@ -196,8 +195,8 @@ SOURCE = "spec/001 (the circuit breaker paragraph)"
 
 def claim_inputs():
     """The claims' own inputs: this chapter's defaults (the brief's 5% and 30%; the source gives no numbers)."""
-    from utils import chains
-    return chains.check("circuit-breaker")
+
+    return SPEC.check()
 
 
 def k_bounds(nums: dict) -> dict:
@@ -281,7 +280,7 @@ def state_steps(transitions, end_s: float) -> tuple[list[float], list[int]]:
 
 
 def case_rows() -> list[list[str]]:
-    """The state machine's cases, run live on a fake clock (tests/test_circuit_breaker.py holds them)."""
+    """The state machine's cases, run live on a fake clock (tests/chains/test_circuit_breaker.py holds them)."""
     rows = []
 
     def fresh(**kw):
@@ -372,3 +371,6 @@ def timeline_text(runs: dict, p) -> dict:
             "fig-k10-false": fmt(k10["false_trips"]), "fig-rate-open": never(r["first_open_after"]),
             "fig-k10-open": never(k10["first_open_after"]), "fig-rate-close": never(r["closed_after_recovery"]),
             "fig-rate-refused": pct(r["refused"] / max(1, r["requests"]))}
+
+
+SPEC = Spec("circuit-breaker", PARAMETERS, RESULTS, compute, validate=validate)

@@ -3,15 +3,14 @@
 A lane reading e bytes touches the sectors holding them; a load costs the distinct sectors its active lanes
 touch. For aligned loads by L lanes s elements apart the count is min(L, ceil(((L - 1)s + 1)e / b)); a
 warp walking down a column of a row-major matrix is the same formula with the stride equal to the row
-length. The counter (utils.coalescing.analyse) checks the closed form address by address.
+length. The counter (utils.gpu.coalescing.analyse) checks the closed form address by address.
 """
 from __future__ import annotations
 
 from utils import catalog
 from utils.chain import Chain, as_float
-from utils.chains import Result
-from utils.coalescing import LINE, SECTOR, WARP, WIDTHS, analyse, column_walk, row_walk, strided
-from utils.params import Param
+from utils.gpu.coalescing import LINE, SECTOR, WARP, WIDTHS, analyse, column_walk, row_walk, strided
+from utils.params import Param, Result, Spec
 from utils.units import fmt, pct, q
 from utils.verdicts import READING, Claim
 
@@ -209,3 +208,6 @@ def exercises() -> dict:
         "ex2-bw": fmt((c2["W"] * col2.efficiency).to("TB/s")), "ex3-stride": fmt(32, "B"),
         "ex3-sectors": fmt(v.n_sectors), "ex3-bytes": fmt(v.bytes_requested, "B"), "ex3-eff": pct(v.efficiency),
     }
+
+
+SPEC = Spec("coalescing", PARAMETERS, RESULTS, compute)

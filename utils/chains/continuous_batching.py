@@ -5,7 +5,7 @@ memory less the weights, over one sequence's cache), the TPOT target (the batch 
 that carries a prefill chunk takes the target, solved on both sides of the roofline), and the prefill
 supply (chunks of c prompt tokens refill at most c o / p slots a step). The step time, the tokens per
 second and the streaming path follow; the same seeded trace served by static and continuous batching
-(utils.batching) gives continuous batching's gain.
+(utils.serving.batching) gives continuous batching's gain.
 """
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ import math
 
 import numpy as np
 
-from utils import batching, catalog, models, serving
+from utils import catalog, models, serving
 from utils.chain import Chain, as_float
-from utils.chains import Result
-from utils.params import Param, ParameterError
+from utils.params import Param, ParameterError, Result, Spec
+from utils.serving import batching
 from utils.units import fmt, pct, q
 from utils.verdicts import READING, Claim
 
@@ -38,7 +38,7 @@ SOURCES = (("iteration-level scheduling", "Orca: Yu et al., OSDI 2022, 'Orca: A 
            ("streaming off the engine loop", HOST_SOURCE))
 MODELS_SOURCE = "counted from the catalog config by utils.models"
 
-SIMULATION = "a seeded request trace served by static and by continuous batching (utils.batching)"
+SIMULATION = "a seeded request trace served by static and by continuous batching (utils.serving.batching)"
 
 PARAMETERS = (
     Param("model", "llama-3-70b", "the model: a catalog key or the path of a Hugging Face config.json",
@@ -183,7 +183,7 @@ def compute(p) -> Chain:
     """The chain, then the simulation at its batch (rows sim_x, sim_tpot, sim_ratio)."""
     ch = batching_chain(p)
     sim = simulate(ch, p)
-    how = f"utils.batching: one seeded trace of {sim['n']} requests served both ways"
+    how = f"utils.serving.batching: one seeded trace of {sim['n']} requests served both ways"
     ch.given("sim_x", q(sim["continuous"]["throughput"], "token/s"), "tokens per second, continuous (simulated)",
              kind="derived", source=how)
     ch.given("sim_tpot", q(sim["continuous"]["tpot_p95"], "s").to("ms"), "p95 of requests' TPOT (simulated)",
@@ -202,8 +202,8 @@ CLAIM = {prm.name: prm.default for prm in PARAMETERS}   # the page's reading of 
 
 
 def claim_inputs(**changes):
-    from utils import chains
-    return chains.check("continuous-batching", **{**CLAIM, **changes})
+
+    return SPEC.check(**{**CLAIM, **changes})
 
 
 def claim_chain(**changes) -> Chain:
@@ -279,8 +279,8 @@ def variants(p) -> list[tuple[str, object]]:
     for label, changes in cases:
         try:
             raw = {name: (v.key if hasattr(v, "key") else v) for name, v in p.items()}
-            from utils import chains
-            out.append((label, batching_chain(chains.check("continuous-batching", **{**raw, **changes}),
+
+            out.append((label, batching_chain(SPEC.check(**{**raw, **changes}),
                                               source="this page's variant")))
         except ParameterError as err:
             out.append((label, str(err)))
@@ -411,3 +411,6 @@ def variants_table(p) -> str:
             rows.append(f"| {label} | {fmt(c['U'])} | {fmt(c['B_L'])} | {fmt(c['B_pf'])} | {fmt(c['B'])} "
                         f"({binds(c)}) | {fmt(c['X'])} | {fmt(c['t_95'])} | {fmt(c['t_blk'])} |")
     return head + "\n".join(rows)
+
+
+SPEC = Spec("continuous-batching", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)

@@ -13,9 +13,8 @@ import numpy as np
 
 from utils import catalog
 from utils.chain import Chain, as_float
-from utils.chains import Result
 from utils.models import kv_bytes_per_token, param_count
-from utils.params import Param
+from utils.params import Param, Result, Spec
 from utils.training import flops_per_parameter_token
 from utils.units import escape_dollars, fmt, pct, q, short
 from utils.verdicts import READING, WRONG, Claim, ratio, within
@@ -446,3 +445,6 @@ def chain_texts(p) -> dict:
             "p-step-time": fmt(ch["t_s"]), "p-gpu-s-gen": fmt(ch["g_i"]), "p-kv-share": fmt(ch["c_kv"]),
             "p-kv-share-frac": pct(ratio(ch["c_kv"], ch["c_i"])), "p-g-min": fmt(ch["g_min"]),
             "p-context-line": line}
+
+
+SPEC = Spec("cost-per-training-token", PARAMETERS, RESULTS, compute, refused=REFUSED)

@@ -11,8 +11,7 @@ import math
 
 from utils import catalog
 from utils.chain import Chain, as_float
-from utils.chains import Result
-from utils.params import Param, ParameterError
+from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, pct, q, short
 from utils.verdicts import READING, Claim, within
 
@@ -94,7 +93,7 @@ def vocab(model) -> int:
 
 def bits_for(v: int) -> int:
     """Bits a token id needs: ceil(log2 V), in exact integer arithmetic (ids 0 to V - 1 need the bit length of
-    V - 1; tests/test_data_pipeline_15t.py holds it to sympy's ceiling(log(V, 2)))."""
+    V - 1; tests/chains/test_data_pipeline_15t.py holds it to sympy's ceiling(log(V, 2)))."""
     if v < 1:
         raise ValueError(f"a vocabulary of {v} tokens")
     return (int(v) - 1).bit_length()
@@ -340,3 +339,6 @@ def exercises(p, ch) -> dict:
             "ex2-cores": fmt(EX2_CORES) + " cores", "ex2-core-days": f"{fmt(core_s['extraction'] / 86400)} core-days",
             "ex2-all-core-days": f"{fmt(all_s / 86400)} core-days", "ex2-days": fmt(q(all_s / EX2_CORES / 86400, "day")),
             "ex3-read": fmt(stored_rate), "ex3-gbit": fmt(stored_rate.to("Gbit/s"))}
+
+
+SPEC = Spec("data-pipeline-15t", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)

@@ -12,8 +12,7 @@ import numpy as np
 
 from utils import catalog, models, roofline, serving
 from utils.chain import Chain, as_float
-from utils.chains import Result
-from utils.params import Param
+from utils.params import Param, Result, Spec
 from utils.units import fmt, pct, q, short
 from utils.verdicts import READING, WRONG, Claim, judge, sig_fig_tolerance
 
@@ -354,3 +353,6 @@ def exercises() -> dict:
             "ex2-share": pct(as_float(t_ar / cc["t"], "")), "ex3-ceiling": fmt(at_x["U"]), "ex3-step": fmt(at_x["t"]),
             "ex3-bound": "memory bandwidth" if at_x["t_M"] >= at_x["t_F"] else "compute",
             "ex3-intensity": fmt(at_x["I_c"])}
+
+
+SPEC = Spec("decode-roofline", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)

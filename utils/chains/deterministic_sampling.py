@@ -2,7 +2,7 @@
 reduction order moves a row's logits in the last bits; a near-tie flips the greedy token; and what
 batch-invariant kernels cost, from published end-to-end times.
 
-The reduction is utils.determinism's controlled-order float32 split-K: the same bits on every machine.
+The reduction is utils.serving.determinism's controlled-order float32 split-K: the same bits on every machine.
 A kernel that picks its split from the batch (to fill the SMs) computes the same row differently in a
 batch of one and in a batch of many; the difference d of the top-2 gap, standard deviation s, reverses
 a greedy choice when it exceeds the gap. With the gap exponential of mean beta (the top-2 gap of i.i.d.
@@ -16,9 +16,8 @@ import math
 import numpy as np
 
 from utils.chain import Chain, as_float
-from utils.chains import Result
-from utils.determinism import batch_logits, exact_logits, flip_probability, near_tie, rms, splits_for_batch
-from utils.params import Param, ParameterError
+from utils.params import Param, ParameterError, Result, Spec
+from utils.serving.determinism import batch_logits, exact_logits, flip_probability, near_tie, rms, splits_for_batch
 from utils.units import fmt, pct, q
 from utils.verdicts import READING, WRONG, Claim
 
@@ -121,20 +120,20 @@ def compute(p) -> Chain:
     ch.given("M", n_sm, f"SMs of the {p.gpu.name}", kind="spec", source=p.gpu["sm_count"].cite)
     kw = dict(items_per_row=int(p.items_per_row), n_sm=n_sm)
     ch.given("S_1", splits_for_batch(int(p.batch_small), **kw), f"splits at a batch of {p.batch_small}",
-             kind="assumption", source="utils.determinism.splits_for_batch")
+             kind="assumption", source="utils.serving.determinism.splits_for_batch")
     ch.given("S_n", splits_for_batch(int(p.batch_large), **kw), f"splits at a batch of {p.batch_large}",
-             kind="assumption", source="utils.determinism.splits_for_batch")
+             kind="assumption", source="utils.serving.determinism.splits_for_batch")
     ch.given("c", r["changed"], "share of the row's logits whose bits change", kind="assumption",
-             source="utils.determinism.split_reduce, run")
+             source="utils.serving.determinism.split_reduce, run")
     ch.given("u", r["ulps"], "largest change, in ulps of the largest logit", kind="assumption",
-             source="utils.determinism.split_reduce, run")
+             source="utils.serving.determinism.split_reduce, run")
     ch.given("delta", r["rms"], "RMS change of one logit between the batches", kind="assumption",
-             source="utils.determinism.split_reduce, run (math.fsum)", digits=3)
+             source="utils.serving.determinism.split_reduce, run (math.fsum)", digits=3)
     ch.step("s", "sqrt(2)*delta", "", "noise on a top-2 gap: two logits, each moved", digits=3)
     ch.given("beta", p.gap_scale, "mean top-2 logit gap", kind="assumption", source="parameters cell")
     s = as_float(ch["s"])
     ch.given("P_32", flip_probability(s, p.gap_scale), "flip probability per token, P(s, beta)", kind="assumption",
-             source="utils.determinism.flip_probability", digits=3)
+             source="utils.serving.determinism.flip_probability", digits=3)
     ch.given("m", p.modal_share, "share of completions equal to the most common", kind="spec", source=TML)
     ch.given("L", q(p.completion_tokens, "token"), "tokens per completion", kind="spec", source=TML)
     ch.given("tok", q(1, "token"), "one token", kind="assumption", source="definition")
@@ -163,7 +162,7 @@ SGLANG_SLOWDOWN = 0.3435        # "an average slowdown of only 34.35%" (SGLang, 
 
 @functools.lru_cache(maxsize=1)
 def checks() -> dict:
-    from utils.sampling import probabilities, sample
+    from utils.components.sampling import probabilities, sample
     C = CLAIM
     r = reductions(C["K"], C["N"], C["b_small"], C["b_large"], C["items"], C["n_sm"], C["chunk"], C["seed"])
     h, W = inputs_of(C["K"], C["N"], C["b_large"], C["seed"])
@@ -272,3 +271,6 @@ def exercises(p) -> dict:
             "ex3-k1": fmt(k1), "ex3-k2": fmt(k2), "ex3-s": fmt(splits), "ex3-c1": fmt(math.ceil(k1 / splits)),
             "ex3-c2": fmt(math.ceil(k2 / splits)), "ex3-fixed": fmt(256),
             "ex3-n1": fmt(math.ceil(k1 / 256)), "ex3-n2": fmt(math.ceil(k2 / 256))}
+
+
+SPEC = Spec("deterministic-sampling", PARAMETERS, RESULTS, compute, validate=validate)

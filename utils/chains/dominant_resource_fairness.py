@@ -3,7 +3,7 @@ them in different proportions, by Dominant Resource Fairness (Ghodsi et al., NSD
 
 A user's dominant share is the largest fraction of any one resource it holds; the greedy loop gives the
 next task to the user with the lowest dominant share. The loop, its two buggy comparison keys and the
-divisible version are utils.drf; this module runs them on a pooled GPU cluster and on the paper's
+divisible version are utils.components.drf; this module runs them on a pooled GPU cluster and on the paper's
 worked example (9 CPUs, 18 GB; A <1 CPU, 4 GB>, B <3 CPUs, 1 GB>: A gets three tasks, B two).
 """
 from __future__ import annotations
@@ -11,9 +11,8 @@ from __future__ import annotations
 from fractions import Fraction
 
 from utils.chain import Chain
-from utils.chains import Result
-from utils.drf import allocate, dominant_resource, partition_tasks, progressive_filling
-from utils.params import Param, ParameterError
+from utils.components.drf import allocate, dominant_resource, partition_tasks, progressive_filling
+from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, num, pct, q
 from utils.verdicts import READING, WRONG, Claim
 
@@ -110,7 +109,7 @@ def cluster_chain(p) -> dict:
                 digits=3)
     for i, u in enumerate(USERS):
         ch.given(f"n_{sym[u]}", q(fair.tasks[i], ""), f"{NAMES[u]} tasks the loop gives", kind="derived",
-                 source="utils.drf.allocate: lowest dominant share first")
+                 source="utils.components.drf.allocate: lowest dominant share first")
     for u in USERS:
         s = sym[u]
         ch.step(f"s_{s}", f"n_{s}*delta_{s}", "", f"{NAMES[u]}'s dominant share")
@@ -262,3 +261,6 @@ def exercises(p, res: dict) -> dict:
             "ex2-t": num(part[0]), "ex2-p": num(part[1]), "ex2-e": num(part[2]),
             "ex2-ft": num(fair.tasks[0]), "ex2-fp": num(fair.tasks[1]), "ex2-fe": num(fair.tasks[2]),
             "ex3-target": num(target), "ex3-nodes": q(nodes, "node")}
+
+
+SPEC = Spec("dominant-resource-fairness", PARAMETERS, RESULTS, compute, validate=validate)

@@ -14,9 +14,8 @@ from types import SimpleNamespace
 
 from utils import catalog, models
 from utils.chain import Chain, as_float
-from utils.chains import Result
 from utils.chains import rl_actor_learner as rl
-from utils.params import Param, ParameterError
+from utils.params import Param, ParameterError, Result, Spec
 from utils.training import ZERO_STAGE_NAMES, flops_per_parameter_token, zero_bytes_per_param
 from utils.units import fmt, pct, q
 from utils.verdicts import HOLDS, Claim
@@ -201,7 +200,7 @@ def claims() -> list[Claim]:
 # --- the page's sections ----------------------------------------------------------------------------
 def counted_route() -> dict:
     """Second route to the policy's 16 bytes: count the tensors PyTorch keeps after one AdamW step."""
-    from utils.optimizer_state import counted_bytes_per_param
+    from utils.training.optimizer_state import counted_bytes_per_param
     b, n = counted_bytes_per_param("zero")
     return dict(counted=b, params=n, formula=zero_bytes_per_param(0, 1, k=defaults()["optimizer_bytes"]))
 
@@ -242,3 +241,6 @@ def exercises() -> dict:
             "ex2-saved": fmt(e2["F_saved"]), "ex2-share": pct(e2["F_saved"] / e2["F"]),
             "ex2-pre": fmt(e2["F_pre"]),
             "ex3-gpus": fmt(q(128, "GPU")), "ex3-pol": fmt(e3["M_p"]), "ex3-ref": fmt(e3["M_r"]), "ex3-hours": fmt(e3["H"])}
+
+
+SPEC = Spec("dpo-memory-flops", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)

@@ -4,8 +4,8 @@ The prompts a run asks for are evals x prompts per eval x samples per prompt x c
 names none of the last three, so each is this book's stated assumption and the claim is judged on them.
 The job's rate is the continuous-batching chain's tokens per second per replica over the output tokens
 per prompt; its turnaround is the work over the replicas, divided by how busy the sharding keeps them
-(round robin of whole evals against longest-processing-time-first on shards, utils.bin_packing). A
-content-addressed cache (utils.eval_cache) serves what repeats: the base model's baseline and re-runs
+(round robin of whole evals against longest-processing-time-first on shards, utils.fleet.bin_packing). A
+content-addressed cache (utils.fleet.eval_cache) serves what repeats: the base model's baseline and re-runs
 against the same checkpoint, never a new checkpoint's outputs. An eval score is a binomial share, so its
 standard error sets the smallest regression worth believing.
 """
@@ -15,11 +15,11 @@ import math
 
 import numpy as np
 
-from utils import bin_packing, eval_cache
 from utils.chain import Chain, as_float
-from utils.chains import Result
+from utils.chains import continuous_batching
 from utils.chains import continuous_batching as cb
-from utils.params import Param, ParameterError
+from utils.fleet import bin_packing, eval_cache
+from utils.params import Param, ParameterError, Result, Spec
 from utils.units import duration, fmt, pct, q, short
 from utils.verdicts import UNCHECKABLE, Claim, sig_fig_tolerance, within
 
@@ -136,8 +136,8 @@ def hit_rate(n_prompts, checkpoints, baseline, rerun_share) -> float:
 
 
 def throughput_chain(p):
-    from utils import chains
-    pc = chains.check("continuous-batching", model=p.model.key, gpu=p.gpu.key, gpus_per_replica=p.gpus_per_replica,
+
+    pc = continuous_batching.SPEC.check(model=p.model.key, gpu=p.gpu.key, gpus_per_replica=p.gpus_per_replica,
                       mean_prompt_tokens=p.mean_prompt_tokens, mean_output_tokens=p.mean_output_tokens)
     return cb.batching_chain(pc, source="the continuous-batching chain")
 
@@ -164,9 +164,9 @@ def compute(p) -> Chain:
     ch.given("G", q(p.gpus, "GPU"), "GPUs the job holds", kind="assumption", source=FLEET_SOURCE)
     ch.step("T_0", "N*g/(G*r_p)", "h", "turnaround with every replica busy to the end")
     ch.given("U_rr", pk["rr"], "utilisation: whole evals dealt round robin", kind="derived",
-             source="utils.bin_packing.round_robin on the seeded suite")
+             source="utils.fleet.bin_packing.round_robin on the seeded suite")
     ch.given("U_lpt", pk["lpt"], "utilisation: shards, largest first to the least loaded", kind="derived",
-             source="utils.bin_packing.lpt on utils.bin_packing.shard")
+             source="utils.fleet.bin_packing.lpt on utils.fleet.bin_packing.shard")
     ch.step("T_rr", "T_0/U_rr", "h", "turnaround, round robin")
     ch.step("T_lpt", "T_0/U_lpt", "h", "turnaround, LPT on shards")
     ch.given("T_4", q(FOUR_HOURS, "h"), "the fast turnaround", kind="assumption", source="the claim")
@@ -174,7 +174,7 @@ def compute(p) -> Chain:
     ch.step("G_4h", "N*g/(r_p*U_lpt*T_4)", "GPU", "GPUs for four hours")
     ch.step("G_2d", "N*g/(r_p*U_lpt*T_2d)", "GPU", "GPUs for two days")
     ch.given("h", hit_rate(1.0, p.sweep_checkpoints, p.baseline, p.rerun_share), "cache hit rate over the sweep",
-             kind="derived", source="utils.chains.eval_pipeline.hit_rate (checked against utils.eval_cache)")
+             kind="derived", source="utils.chains.eval_pipeline.hit_rate (checked against utils.fleet.eval_cache)")
     ch.given("a", float(p.eval_accuracy), "the eval's score", kind="assumption", source="parameters cell")
     ch.given("n_e", float(p.eval_prompts), "prompts in that eval", kind="assumption", source="parameters cell")
     ch.step("se", "sqrt(a*(1 - a)/n_e)", "", "binomial standard error of the score")
@@ -192,8 +192,8 @@ CLAIMED = 10e6
 
 
 def claim_inputs(**over):
-    from utils import chains
-    return chains.check("eval-pipeline", **over)
+
+    return SPEC.check(**over)
 
 
 def expected_prompts(p) -> float:
@@ -234,7 +234,7 @@ def factor_rows(ch) -> list[list[str]]:
 
 
 def cache_check(n_prompts=200, checkpoints=5, baseline=True, rerun_share=0.1) -> dict:
-    """The closed-form hit rate against utils.eval_cache run over a small sweep (greedy decoding)."""
+    """The closed-form hit rate against utils.fleet.eval_cache run over a small sweep (greedy decoding)."""
     c = eval_cache.EvalCache()
     greedy = {"temperature": 0.0, "max_tokens": 256}
     prompts = [f"prompt {i}" for i in range(n_prompts)]
@@ -262,7 +262,7 @@ def cache_rows() -> list[list[str]]:
 
 
 def case_rows() -> list[list[str]]:
-    """The cases tests/test_eval_cache.py and tests/test_bin_packing.py hold, run live."""
+    """The cases tests/fleet/test_eval_cache.py and tests/fleet/test_bin_packing.py hold, run live."""
     g = {"temperature": 0.0, "max_tokens": 256}
     same = eval_cache.key("c", "p", {"temperature": 0.7, "top_p": 0.9, "seed": 1}) == \
         eval_cache.key("c", "p", {"seed": 1, "top_p": 0.9, "temperature": 0.7})
@@ -311,11 +311,11 @@ def rule_rows() -> list[list[str]]:
 
 
 def what_changes() -> dict:
-    from utils import chains
-    base = chains.derive("eval-pipeline")
-    wide = chains.derive("eval-pipeline", size_spread=2.0)
-    big = chains.derive("eval-pipeline", gpus=512)
-    bigs = chains.derive("eval-pipeline", gpus=512, max_shard=100000)
+
+    base = SPEC.derive()
+    wide = SPEC.derive(size_spread=2.0)
+    big = SPEC.derive(gpus=512)
+    bigs = SPEC.derive(gpus=512, max_shard=100000)
     return {"wc-spread": fmt(2.0), "wc-spread-n": short(wide["prompts_per_run"].m),
             "wc-base-n": short(base["prompts_per_run"].m),
             "wc-big-gpus": fmt(512), "wc-big-rr": pct(big["utilisation_round_robin"].m),
@@ -330,3 +330,6 @@ def exercises() -> dict:
     return {"ex1-acc": pct(0.5), "ex1-n": fmt(2000), "ex1-se": pct(se2, digits=2),
             "ex2-n": fmt(n_for_1pt), "ex2-acc": pct(0.7),
             "ex3-rerun": pct(0.1), "ex3-hit": pct(hr)}
+
+
+SPEC = Spec("eval-pipeline", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)

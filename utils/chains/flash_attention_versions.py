@@ -4,7 +4,7 @@ A B_q x B_k tile does 4 B_q B_k d matrix FLOPs on the tensor cores, one exponent
 per row) on the multi-function unit (MUFU), and a few FP32 operations per score on the FP32 pipes. An
 exponential costs R_mm / R_x matrix FLOPs of time, so a softmax that is a percent of the FLOPs is a large
 share of a serial (FlashAttention-2) tile; FlashAttention-3 overlaps the two sides. The tile's counts
-are utils.kernels.exp_rate.tile_ops (the tests hold them equal); v1's memory traffic is attention-traffic.
+are utils.gpu.kernels.exp_rate.tile_ops (the tests hold them equal); v1's memory traffic is attention-traffic.
 """
 from __future__ import annotations
 
@@ -14,9 +14,8 @@ import numpy as np
 
 from utils import catalog
 from utils.chain import Chain, as_float
-from utils.chains import Result
 from utils.chains.attention_traffic import attention_chain
-from utils.params import Param, ParameterError
+from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, pct, q, short
 from utils.verdicts import READING, WRONG, Claim, within
 
@@ -66,7 +65,7 @@ def validate(p):
 
 def tile_ops(b_q: int, b_k: int, d: int, version: int = 2) -> dict:
     """One tile's work, FlashAttention version 1 or 2 (3 counts as 2): matrix FLOPs, MUFU operations,
-    other FP32 FLOPs (the same counts as utils.kernels.exp_rate.tile_ops)."""
+    other FP32 FLOPs (the same counts as utils.gpu.kernels.exp_rate.tile_ops)."""
     scores = b_q * b_k
     mufu, out = (scores + 3 * b_q, 3 * b_q * d) if version == 1 else (scores + b_q, b_q * d)
     return {"matmul_flops": 4 * scores * d, "mufu": mufu, "alu_flops": SOFTMAX_ALU_PER_SCORE * scores + out,
@@ -310,3 +309,6 @@ def exercises(p) -> dict:
                       f"{pct(saved / as_float(e3['T_1'], 'ns'))}; v2 pays {kflop(bq3 * d3)} and {fmt(bq3)} reciprocals "
                       "once per query block instead.",
     }
+
+
+SPEC = Spec("flash-attention-versions", PARAMETERS, RESULTS, compute, validate=validate)

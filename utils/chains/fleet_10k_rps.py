@@ -1,10 +1,10 @@
 """fleet-10k-rps: ten thousand requests a second on replicas that each keep a prefix cache; which replica a
 request meets sets how much of its prompt is prefilled, and the SLO pair sets the batch on every replica.
 
-The router (utils.router) runs over a seeded multi-tenant, multi-turn trace with one RadixCache per replica
-(utils.prefix_cache), small enough to run in a fraction of a second: a few hundred sessions over tens of
+The router (utils.serving.router) runs over a seeded multi-tenant, multi-turn trace with one RadixCache per replica
+(utils.serving.prefix_cache), small enough to run in a fraction of a second: a few hundred sessions over tens of
 replicas. Its hit rates then feed the fleet chain, which extrapolates to the fleet: a replica's step is the
-decode step on the roofline (utils.batching's form) carrying the prefill chunk its traffic needs, c = B p_u / o
+decode step on the roofline (utils.serving.batching's form) carrying the prefill chunk its traffic needs, c = B p_u / o
 tokens a step for B running sequences; the TPOT objective caps the step and so the batch, the TTFT objective
 floors it (a prompt's chunks must finish in time), the KV budget (utils.serving) caps it again, and the
 requests a replica serves a second follow: X = B tau / (o t). Replicas = ceil(lambda (1 + headroom) / X).
@@ -15,15 +15,14 @@ import numpy as np
 
 from utils import roofline, serving
 from utils.chain import Chain, as_float
-from utils.chains import Result
 from utils.chains.latency_slos_goodput import MLPERF, SLO_SOURCE
-from utils.params import Param, ParameterError
-from utils.router import BoundedHashRouter, CacheAwareRouter, RandomRouter, multi_tenant_trace, simulate_fleet
+from utils.params import Param, ParameterError, Result, Spec
+from utils.serving.router import BoundedHashRouter, CacheAwareRouter, RandomRouter, multi_tenant_trace, simulate_fleet
 from utils.units import fmt, pct, q
 from utils.verdicts import HOLDS, READING, WRONG, Claim
 
 SIMULATION = ("a random, a prefix-hash (consistent hashing with bounded loads) and, in the check, a KV-index "
-              "router over one RadixCache per replica, on a seeded multi-tenant multi-turn trace (utils.router)")
+              "router over one RadixCache per replica, on a seeded multi-tenant multi-turn trace (utils.serving.router)")
 
 # The trace: eight tenants of very different sizes, each its own system prompt (this book's assumptions).
 TRACE = dict(sessions=(64, 32, 24, 16, 12, 8, 4, 4), system_tokens=(600, 400, 800, 250, 350, 700, 200, 300),
@@ -141,9 +140,9 @@ def fleet_chain(p, sim: dict, mean_prompt: float, mean_reply: float, *, source="
              source="the simulated trace")
     ch.given("o", q(mean_reply, "token/sequence"), "mean reply", kind="derived", source="the simulated trace")
     ch.given("h_r", q(sim["random"]["hit_rate"], ""), "hit rate, random router", kind="derived",
-             source="simulation (utils.router)")
+             source="simulation (utils.serving.router)")
     ch.given("h_a", q(sim["affinity"]["hit_rate"], ""), "hit rate, prefix-hash router", kind="derived",
-             source="simulation (utils.router)")
+             source="simulation (utils.serving.router)")
     serving.add_decode_inputs(ch, m, acc, chip, 2.0)
     b = serving.budget(m, acc, p.gpus_per_replica, 2.0, 2.0, int(round(mean_prompt + mean_reply)))
     serving.add_budget_steps(ch, b, source="bf16 weights and cache; the trace's mean context",
@@ -217,8 +216,8 @@ READING_MODEL = ("a 70B-class model (Llama-3-70B) on eight-GPU H100 nodes, chat 
 
 
 def checks() -> dict:
-    from utils import chains
-    p = chains.check("fleet-10k-rps", **CLAIM)
+
+    p = SPEC.check(**CLAIM)
     ch = compute(p)
     index = simulate(p, ch.trace, which=("index",))["index"]
     return dict(chain=ch, index=index, index_row=replica(ch, index["hit_rate"]), p=p)
@@ -280,12 +279,15 @@ def what_changes(ch) -> dict:
 
 
 def exercises(ck: dict) -> dict:
-    from utils import chains
+
     ch, p = ck["chain"], ck["p"]
-    small = chains.derive("fleet-10k-rps", model="llama-3-8b", gpus_per_replica=1)
+    small = SPEC.derive(model="llama-3-8b", gpus_per_replica=1)
     more = simulate(p, ch.trace, n=2 * p.sim_replicas, which=("random", "affinity"))
     return {"ex1-nodes": fmt(small["nodes_affinity"]), "ex1-batch": fmt(small["batch_affinity"]),
             "ex2-replicas": fmt(2 * p.sim_replicas), "ex2-random": pct(more["random"]["hit_rate"]),
             "ex2-affinity": pct(more["affinity"]["hit_rate"]), "ex2-random-base": pct(as_float(ch["h_r"])),
             "ex3-hit": pct(ck["index"]["hit_rate"]), "ex3-nodes": fmt(q(ck["index_row"]["nodes"], "node")),
             "ex3-saved": fmt(q(as_float(ch["n_r"], "node") - ck["index_row"]["nodes"], "node"))}
+
+
+SPEC = Spec("fleet-10k-rps", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)

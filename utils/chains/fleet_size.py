@@ -10,9 +10,8 @@ import numpy as np
 
 from utils import catalog
 from utils.chain import Chain, as_float
-from utils.chains import Result
 from utils.models import attention_width, n_layers, param_count
-from utils.params import Param, ParameterError
+from utils.params import Param, ParameterError, Result, Spec
 from utils.training import (
     MFU_BASES,
     fat_tree_sizes,
@@ -454,3 +453,6 @@ def basis_texts() -> dict:
             "mg-printed-hi": pct(mg[1]["printed"]), "mg-8n-hi": pct(mg[1]["via_8n"]),
             "mg-error-hi": pct(1 - mg[1]["mfu6"] / mg[1]["printed"]),
             "mg-error-lo": pct(1 - mg[0]["mfu6"] / mg[0]["printed"]), "palm-typed-error": pct(1 - pf["mfu6"] / pf["mfu"])}
+
+
+SPEC = Spec("fleet-size", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)

@@ -2,7 +2,7 @@
 
 Compute (6ND), layout (the training state decides the pipeline depth), pure-compute time (the fleet
 equation solved for T), data rate, interruptions (a rate per GPU-day), the checkpoint and its optimal
-interval (Young, derived in utils.failures), goodput, and the wall-clock schedule.
+interval (Young, derived in utils.training.failures), goodput, and the wall-clock schedule.
 """
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ import math
 
 from utils import catalog
 from utils.chain import Chain, as_float
-from utils.chains import Result
-from utils.failures import (
+from utils.params import Param, ParameterError, Result, Spec
+from utils.training import six_nd
+from utils.training.failures import (
     GOODPUT_FORMULA,
     LLAMA3_INTERRUPTIONS_PER_GPU_DAY,
     LLAMA3_INTERRUPTIONS_SOURCE,
@@ -24,8 +25,6 @@ from utils.failures import (
     optimum_exact,
     young_derivation,
 )
-from utils.params import Param, ParameterError
-from utils.training import six_nd
 from utils.units import fmt, pct, q, short
 from utils.verdicts import HOLDS, UNCHECKABLE, WRONG, Claim, judge, ratio, sig_fig_tolerance
 
@@ -432,3 +431,6 @@ def exercises(p) -> dict:
             "ex2-tau": fmt(tau_habit.to("hour")), "ex2-g": pct(g_habit), "ex2-days": fmt(ch["T"] / g_habit - ch["W"]),
             "ex3-bytes": fmt(q(16, "B/parameter")), "ex3-bw": fmt(q(200, "GB/s")), "ex3-size": fmt(ex3["S"]),
             "ex3-delta": fmt(ex3["delta"]), "ex3-tau": fmt(ex3["tau"]), "ex3-g": pct(ex3["G"]), "ex3-wall": fmt(ex3["W"])}
+
+
+SPEC = Spec("frontier-run-400b", PARAMETERS, RESULTS, compute, validate=validate)

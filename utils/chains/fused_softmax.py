@@ -3,7 +3,7 @@
 The chain counts the bytes (two passes over the tensor), puts them over the copy roof (measured where a
 record exists, utils.measured.copy_ceiling), checks that the arithmetic hides under the traffic (the FP32
 lanes and the exponentials on the special-function units), and derives the block-size rule and the
-widest row the kernel holds in registers. The kernel itself is utils/kernels/softmax.py.
+widest row the kernel holds in registers. The kernel itself is utils/gpu/kernels/softmax.py.
 """
 from __future__ import annotations
 
@@ -13,8 +13,7 @@ import numpy as np
 
 from utils import catalog, measured, roofline
 from utils.chain import Chain, as_float
-from utils.chains import Result
-from utils.params import Param
+from utils.params import Param, Result, Spec
 from utils.units import auto_bytes, fmt, pct, q
 from utils.verdicts import HOLDS, READING, WRONG, Claim
 
@@ -52,13 +51,13 @@ FLOPS_PER_ELEMENT = 5     # compare, subtract, exp, add, multiply (the harness c
 EXP_COST = 16             # FP32 FLOPs one exponential occupies the SM for (EXP_SOURCE)
 ROW_SHARE = 0.5           # share of the register file the row's values may take
 ROW_SHARE_SOURCE = "this book's assumption (the kernel's MAX_COLS): half for the row, half for everything else"
-UNFUSED_PASSES = 8        # counted on the page from eager torch (utils.byte_counter): see unfused_softmax
+UNFUSED_PASSES = 8        # counted on the page from eager torch (utils.gpu.byte_counter): see unfused_softmax
 TILED_PASSES = 3          # past the register limit: two reads (max and sum, then output) and one write
 OTHER_GPUS = ("a100-sxm-80gb", "h100-sxm", "h200", "b200")
 
 
 def block_size(n_cols: int) -> int:
-    """The kernel's rule (utils.kernels.softmax.block_size): the next power of two at or above the row,
+    """The kernel's rule (utils.gpu.kernels.softmax.block_size): the next power of two at or above the row,
     at least 16."""
     return max(16, 1 << max(0, math.ceil(math.log2(n_cols))))
 
@@ -87,7 +86,7 @@ def softmax_chain(gpu, n_rows, n_cols, bytes_per_element, *, done_fraction=None,
     ch.step("t_E", "c_x*R*C/P", "us", "floor of the exponentials on the special-function units")
     ch.step("phi", "Max(t_F, t_E)/t", "", "the larger compute floor over the memory time")
     ch.given("B", block_size(int(n_cols)), "block: the next power of two at or above C", kind="derived",
-             source="the kernel's rule, utils.kernels.softmax.block_size")
+             source="the kernel's rule, utils.gpu.kernels.softmax.block_size")
     ch.step("u", "1 - C/B", "", "share of the block's lanes masked off")
     ch.given("b_a", q(4, "B"), "bytes per row value in registers (fp32 accumulation)", kind="derived",
              source="the kernel converts each row to float32")
@@ -149,7 +148,7 @@ QUOTES = dict(
          "block-size rule and the wide-row limit, and the arithmetic that says the kernel is done at 90% "
          "of copy speed.")
 CHECK_GPUS = ("h200", "h100-sxm")
-# The harness's fused-softmax shapes (utils/measurements/fused_softmax.py; tests hold the two equal).
+# The harness's fused-softmax shapes (utils/gpu/measurements/fused_softmax.py; tests hold the two equal).
 SHAPES = tuple({"rows": 2 ** 27 // (c * e), "cols": c, "dtype": d}            # each tensor 256 MiB
                for d, e in (("bfloat16", 1), ("float32", 2)) for c in (1024, 4096, 16384))
 ELEMENT_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
@@ -286,3 +285,6 @@ def exercises(ch: Chain) -> dict:
         "ex3-measured": fmt((ch["t"] * slow).to("s"), style="eng"), "ex3-fraction": pct(frac),
         "ex3-verdict": "done" if frac >= CLAIM["done_fraction"] else "not done",
     }
+
+
+SPEC = Spec("fused-softmax", PARAMETERS, RESULTS, compute)

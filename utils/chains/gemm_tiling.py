@@ -13,8 +13,7 @@ import numpy as np
 
 from utils import catalog
 from utils.chain import Chain, as_float
-from utils.chains import Result
-from utils.params import Param, ParameterError
+from utils.params import Param, ParameterError, Result, Spec
 from utils.roofline import Chip, attainable
 from utils.units import fmt, pct, q
 from utils.verdicts import WRONG, Claim
@@ -58,12 +57,12 @@ def validate(p):
 
 
 def block_k_for(tile: int) -> int:
-    """The K step the book's measurement pairs with a square tile (utils.kernels.matmul.block_k_for)."""
+    """The K step the book's measurement pairs with a square tile (utils.gpu.kernels.matmul.block_k_for)."""
     return 32 if tile <= 32 else 64
 
 
 def bytes_per_fma(tile_m, tile_n, e) -> float:
-    """e (1/B_M + 1/B_N): operand bytes per multiply-add (utils.kernels.matmul.bytes_per_fma)."""
+    """e (1/B_M + 1/B_N): operand bytes per multiply-add (utils.gpu.kernels.matmul.bytes_per_fma)."""
     return e * (1 / tile_m + 1 / tile_n)
 
 
@@ -305,3 +304,6 @@ def exercises() -> dict:
         "ex3-tile": fmt(as_float(gemm_chain("h100-sxm", 8192, 8192, 8192, 128, 128, 1)["T"], "")),
         "ex3-bf16": fmt(as_float(gemm_chain("h100-sxm", 8192, 8192, 8192, 128, 128, 2)["T"], "")),
     }
+
+
+SPEC = Spec("gemm-tiling", PARAMETERS, RESULTS, compute, validate=validate)

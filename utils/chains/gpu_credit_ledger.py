@@ -1,6 +1,6 @@
 """gpu-credit-ledger: a double-entry credit ledger with a scheduler attached, judged by running
-utils.ledger on real SQLite files, and the allocation arithmetic that keeps a fleet busy without
-starving a team (weighted max-min with borrowing, utils.ledger.allocate) on a seeded day of demand.
+utils.fleet.ledger on real SQLite files, and the allocation arithmetic that keeps a fleet busy without
+starving a team (weighted max-min with borrowing, utils.fleet.ledger.allocate) on a seeded day of demand.
 
 The day: four teams with shares of the fleet (this book's assumption), each demanding its share times a
 load factor times a seeded lognormal swing, hour by hour. Three allocators over the same demand: static
@@ -16,10 +16,9 @@ import threading
 
 import numpy as np
 
-from utils import ledger as lg
 from utils.chain import Chain
-from utils.chains import Result
-from utils.params import Param, ParameterError
+from utils.fleet import ledger as lg
+from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, pct, q
 from utils.verdicts import READING, WRONG, Claim
 
@@ -126,11 +125,11 @@ def ledger_chain(gpus, hours, load, cap_factor, job_gpus, grace_minutes, seed, s
     ch.given("D", q(float(sum(r["demand"])), "GPU*hour"), "GPU-hours demanded, at most the fleet each hour",
              kind="assumption", source="seeded demand (utils.chains.gpu_credit_ledger.demand)", digits=5)
     ch.given("A_b", q(total("borrow"), "GPU*hour"), "allocated by share with borrowing", kind="assumption",
-             source="utils.ledger.allocate", digits=5)
+             source="utils.fleet.ledger.allocate", digits=5)
     ch.given("A_s", q(total("static"), "GPU*hour"), "allocated by static quota", kind="assumption",
-             source="utils.ledger.static_quota", digits=5)
+             source="utils.fleet.ledger.static_quota", digits=5)
     ch.given("A_c", q(total("capped"), "GPU*hour"), f"allocated with borrowing under caps of {fmt(cap_factor)} x share",
-             kind="assumption", source="utils.ledger.allocate, demand cut at the daily cap", digits=5)
+             kind="assumption", source="utils.fleet.ledger.allocate, demand cut at the daily cap", digits=5)
     ch.step("U_b", "A_b/C", "", "utilisation with borrowing")
     ch.step("U_s", "A_s/C", "", "utilisation with static quotas")
     ch.step("U_c", "A_c/C", "", "utilisation under the caps")
@@ -138,7 +137,7 @@ def ledger_chain(gpus, hours, load, cap_factor, job_gpus, grace_minutes, seed, s
     ch.given("f_min", cap_needed(gpus, day), "smallest cap factor that idles nothing", kind="assumption",
              source="search in steps of a twentieth")
     ch.given("S_b", float(r["starved"]), "team-hours below min(demand, guarantee), borrowing",
-             kind="assumption", source="utils.ledger.allocate")
+             kind="assumption", source="utils.fleet.ledger.allocate")
     ch.given("g", q(job_gpus, "GPU"), "GPUs of the job", kind="assumption", source=source)
     ch.given("t_g", q(grace_minutes, "minute"), "checkpoint window the hold funds", kind="assumption", source=source)
     ch.step("hold", "g*t_g", "GPU*hour", "hold moved to escrow at start")
@@ -159,7 +158,7 @@ GRANT_H, DEBIT_S = 4, 900              # each team's grant in GPU-hours, each de
 
 @functools.lru_cache(maxsize=1)
 def checks() -> dict:
-    """Run utils.ledger on fresh SQLite files: the racy path, the one-transaction path under the same race,
+    """Run utils.fleet.ledger on fresh SQLite files: the racy path, the one-transaction path under the same race,
     everyone spending at once, the cap, the empty account and a running job at zero."""
     with tempfile.TemporaryDirectory() as d:
         out = {name: race(os.path.join(d, f"{name}.db"), name) for name in ("racy", "atomic")}
@@ -284,7 +283,7 @@ def claims() -> list[Claim]:
     return [
         Claim("ledger", quote=QUOTE_LEDGER, source="spec/001 (the GPU credit paragraph)",
               claimed="four questions a ledger with a scheduler must answer",
-              derived=f"all four answered by utils.ledger on SQLite: {c['attempts']:,} debits from {WRITERS} "
+              derived=f"all four answered by utils.fleet.ledger on SQLite: {c['attempts']:,} debits from {WRITERS} "
                       f"writers posted {c['keys']:,} keys once each",
               verdict=READING if all_ok else WRONG,
               reading=("a credit system read as a double-entry ledger in one transactional store, whose debit path "
@@ -387,3 +386,6 @@ def exercises() -> dict:
             "ex2-a-pre": f"{a['pretraining']:,}", "ex2-a-post": f"{a['post-training']:,}",
             "ex2-a-inf": f"{a['inference']:,}", "ex2-q-pre": f"{4096 * 4 // 8:,}",
             "ex3-teams": f"{len(sh)}", "ex3-f": fmt(1.0), "ex3-day": q(4096 * 24, "GPU*hour")}
+
+
+SPEC = Spec("gpu-credit-ledger", PARAMETERS, RESULTS, compute, validate=validate)

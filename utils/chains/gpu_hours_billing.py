@@ -1,9 +1,9 @@
 """gpu-hours-billing: Decimal money, the partial-hour rule, and the records a bill must refuse, by running
-utils.gpu_hours.
+utils.components.gpu_hours.
 
 Three numbers carry the chapter. The float trap: a month of per-second charges for a fleet, summed in a
 float64 running total, against the exact total (integer GPU-seconds priced once in Decimal); the drift is
-computed exactly by utils.gpu_hours.float_running_sum, binade by binade, not by adding billions of floats.
+computed exactly by utils.components.gpu_hours.float_running_sum, binade by binade, not by adding billions of floats.
 The partial hours: a seeded job mix billed per second, per started minute and per started hour. The
 refusals: a handful of records that make no sense and the reason the validator gives for each.
 """
@@ -14,15 +14,14 @@ from fractions import Fraction
 
 import numpy as np
 
-from utils import gpu_hours as gh
 from utils.chain import Chain
-from utils.chains import Result
-from utils.gpu_hours import ROUNDINGS, Usage
-from utils.params import Param, ParameterError
+from utils.components import gpu_hours as gh
+from utils.components.gpu_hours import ROUNDINGS, Usage
+from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, num, pct, q
 from utils.verdicts import HOLDS, READING, WRONG, Claim
 
-SIMULATION = "a seeded job mix billed by utils.gpu_hours under each partial-hour rule"
+SIMULATION = "a seeded job mix billed by utils.components.gpu_hours under each partial-hour rule"
 
 PARAMETERS = (
     Param("price", 3.99, "price per GPU-hour (read as the decimal it is typed as)", unit="USD/GPU/hour",
@@ -134,18 +133,18 @@ def billing_chain(price: float, gpus: int, days: float, rounding: str, n_jobs: i
     ch.step("N", "G*T", "GPU*s", "GPU-seconds: one record each")
     ch.step("B", "p*N", "USD", "exact bill: GPU-seconds priced once", digits=6)
     ch.given("S_64", q(ft["s64"], "USD"), "float64 running total of the per-second charges", kind="assumption",
-             source="utils.gpu_hours.float_running_sum", digits=10)
+             source="utils.components.gpu_hours.float_running_sum", digits=10)
     ch.step("e64", "S_64 - B", "USD", "float64 drift")
     ch.step("r64", "e64/B", "", "drift as a share of the bill", digits=2)
     ch.given("N_cent", q(ft["first"] or 0, "GPU*s"), "records until the float64 total is a cent off",
-             kind="assumption", source="utils.gpu_hours.first_off_by")
+             kind="assumption", source="utils.components.gpu_hours.first_off_by")
     ch.step("t_cent", "N_cent/G", "day", "fleet time until then")
     ch.given("s32", q(ft["s32"], "USD"), "float32 running total: it stops growing", kind="assumption",
-             source="utils.gpu_hours.float_running_sum")
+             source="utils.components.gpu_hours.float_running_sum")
     ch.given("H_used", q(b.used_seconds / 3600, "GPU*hour"), f"GPU-hours the {n_jobs:,} jobs used",
-             kind="assumption", source="utils.gpu_hours.bill on the seeded job mix", digits=6)
+             kind="assumption", source="utils.components.gpu_hours.bill on the seeded job mix", digits=6)
     ch.given("H_billed", q(b.billed_seconds / 3600, "GPU*hour"), f"GPU-hours billed, per {rounding}",
-             kind="assumption", source="utils.gpu_hours.billed_seconds", digits=6)
+             kind="assumption", source="utils.components.gpu_hours.billed_seconds", digits=6)
     ch.step("m", "(H_billed - H_used)/H_used", "", "markup of the rounding rule", digits=3)
     ch.value("B_mix", q(float(b.total), "USD"))
     return dict(chain=ch, float_trap=ft, jobs=jobs, bills=bills, bill=b)
@@ -311,3 +310,6 @@ def exercises(price: float = 3.99) -> dict:
             "ex2-tenth": fmt(float(tenth), "USD"),
             "ex3-line": f"${line}", "ex3-exact": f"{fmt(float(per_second), 'USD', digits=4)}",
             "ex3-records": fmt(86400 * 30, digits=4), "ex3-lost": fmt(float(per_second) * 86400 * 30, "USD", digits=4)}
+
+
+SPEC = Spec("gpu-hours-billing", PARAMETERS, RESULTS, compute, validate=validate)

@@ -1,19 +1,18 @@
 """gpu-hours-intervals: the union of usage intervals by a sort and a scan, the intersection (time at least
 k GPUs are busy, and the overlap of two tenants) by the same sweep with a counter, and the double count
-when one GPU reports overlapping intervals, by running utils.intervals on a seeded day of usage.
+when one GPU reports overlapping intervals, by running utils.components.intervals on a seeded day of usage.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from utils import intervals as iv
 from utils.chain import Chain
-from utils.chains import Result
-from utils.params import Param, ParameterError
+from utils.components import intervals as iv
+from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, num, pct, q
 from utils.verdicts import HOLDS, WRONG, Claim
 
-SIMULATION = "a seeded day of one node's usage records, swept by utils.intervals"
+SIMULATION = "a seeded day of one node's usage records, swept by utils.components.intervals"
 
 PARAMETERS = (
     Param("n_gpus", 8, "GPUs in the node whose usage records are swept", unit="GPU", check="whole",
@@ -111,22 +110,22 @@ def intervals_chain(n_gpus, hours, busy_share, mean_job_hours, duplicates, k, se
     ch.given("W", q(hours, "hour"), "window", kind="assumption", source=source)
     ch.given("D", q(duplicates, ""), "records GPU 0 reports twice", kind="assumption", source=source)
     ch.given("H_rep", q(s["reported"] / h, "GPU*hour"), "GPU-hours as reported: lengths summed",
-             kind="assumption", source="utils.intervals.length", digits=4)
+             kind="assumption", source="utils.components.intervals.length", digits=4)
     ch.given("H_busy", q(s["busy"] / h, "GPU*hour"), "GPU-hours busy: each GPU's union summed",
-             kind="assumption", source="utils.intervals.union", digits=4)
+             kind="assumption", source="utils.components.intervals.union", digits=4)
     ch.step("u", "H_busy/(n*W)", "", "the node's utilisation")
     ch.given("T_any", q(s["any"] / h, "hour"), "time at least one GPU is busy: the union",
-             kind="assumption", source="utils.intervals.covered", digits=4)
+             kind="assumption", source="utils.components.intervals.covered", digits=4)
     ch.given("k", q(k, "GPU"), "threshold of the counter", kind="assumption", source=source)
     ch.given("T_k", q(s["k"] / h, "hour"), "time at least k GPUs busy, each GPU unioned first",
-             kind="assumption", source="utils.intervals.busy_at_least", digits=4)
+             kind="assumption", source="utils.components.intervals.busy_at_least", digits=4)
     ch.given("T_k_naive", q(s["k_naive"] / h, "hour"), "the same, the counter over raw records",
-             kind="assumption", source="utils.intervals.busy_at_least_naive", digits=4)
+             kind="assumption", source="utils.components.intervals.busy_at_least_naive", digits=4)
     ch.step("err", "(T_k_naive - T_k)/T_k" if s["k"] else "T_k_naive/W", "", "the double count's error")
     ch.given("T_ab", q(s["ab"] / h, "hour"), "time both tenants run: unions, then at least two",
-             kind="assumption", source="utils.intervals.intersection", digits=4)
+             kind="assumption", source="utils.components.intervals.intersection", digits=4)
     ch.given("T_ab_naive", q(s["ab_naive"] / h, "hour"), "the same over raw records",
-             kind="assumption", source="utils.intervals.at_least", digits=4)
+             kind="assumption", source="utils.components.intervals.at_least", digits=4)
     return dict(chain=ch, usage=u, sweep=s)
 
 
@@ -184,7 +183,7 @@ def check_text(r: dict) -> dict:
 
 
 def case_rows() -> list[list[str]]:
-    """The hand cases tests/test_intervals.py holds the functions to, run live."""
+    """The hand cases tests/components/test_intervals.py holds the functions to, run live."""
     cases = [("disjoint", [(0, 2), (5, 7)]), ("touching", [(0, 3), (3, 5)]), ("nested", [(0, 10), (2, 4)]),
              ("identical twice", [(1, 4), (1, 4)]), ("three overlapping", [(0, 4), (2, 6), (3, 5)]),
              ("empty interval", [(2, 2), (0, 1)]), ("unsorted", [(6, 8), (0, 2), (1, 3)])]
@@ -232,3 +231,6 @@ def exercises() -> dict:
             "ex2-by": f"`{by}`", "ex2-right": f"`{iv.busy_at_least(by, 2)}`", "ex2-naive": f"`{iv.busy_at_least_naive(by, 2)}`",
             "ex2-pairs": f"`{iv.overlaps_by_gpu(by)}`",
             "ex3-n": num(CLAIM["n_gpus"])}
+
+
+SPEC = Spec("gpu-hours-intervals", PARAMETERS, RESULTS, compute, validate=validate)

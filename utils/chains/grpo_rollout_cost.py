@@ -5,7 +5,7 @@ A step samples G responses for each of P prompts. Generation costs 2N FLOPs per 
 the cache (the decode roofline of the rl-actor-learner chain sets the rate); the update costs 6N per
 trained token plus 2N for the reference's log-probabilities (the KL term); no critic means no value
 model's forward, backward or state. Response lengths are log-normal clipped at the cap; a synchronous
-step holds every decode slot until the step's longest response ends (utils.rollouts: E[max of n] by
+step holds every decode slot until the step's longest response ends (utils.training.rollouts: E[max of n] by
 quadrature, and a seeded simulation of it), then waits for the verifier and the weight broadcast.
 """
 from __future__ import annotations
@@ -14,11 +14,11 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from utils import models, rollouts
+from utils import models
 from utils.chain import Chain, as_float
-from utils.chains import Result
 from utils.chains import rl_actor_learner as rl
-from utils.params import Param, ParameterError
+from utils.params import Param, ParameterError, Result, Spec
+from utils.training import rollouts
 from utils.units import fmt, pct, q
 from utils.verdicts import READING, WRONG, Claim
 
@@ -117,8 +117,8 @@ def grpo_chain(p, *, source="parameters cell") -> Chain:
     ch.given("T_p", q(p.prompt_tokens, qt), "prompt tokens", kind="assumption", source=source)
     ch.given("T_max", q(p.max_response_tokens, qt), "generation cap", kind="spec", source="the claim")
     ch.given("E_X", q(L["E_X"], qt), "mean response, log-normal clipped at the cap", kind="derived",
-             source="utils.rollouts.expected_length (Simpson quadrature)")
-    ch.given("p_cap", L["p_cap"], "share of responses cut at the cap", kind="derived", source="utils.rollouts")
+             source="utils.training.rollouts.expected_length (Simpson quadrature)")
+    ch.given("p_cap", L["p_cap"], "share of responses cut at the cap", kind="derived", source="utils.training.rollouts")
     ch.step("R", "n_s*E_X", "token", "tokens generated per step")
     ch.step("D", "n_s*(T_p + E_X)", "token", "tokens the update trains on (prompts and responses)")
     # --- FLOPs
@@ -138,9 +138,9 @@ def grpo_chain(p, *, source="parameters cell") -> Chain:
     ch.step("F_v", "D*k_v*N_a", "FLOP", "FLOPs a value model would add (GRPO spends none)")
     # --- the tail
     ch.given("E_G", q(L["E_G"], qt), "expected longest of one prompt's samples", kind="derived",
-             source="utils.rollouts.expected_max: integral of 1 - F^G")
+             source="utils.training.rollouts.expected_max: integral of 1 - F^G")
     ch.given("E_S", q(L["E_S"], qt), "expected longest of the step's samples", kind="derived",
-             source="utils.rollouts.expected_max: integral of 1 - F^(P G)")
+             source="utils.training.rollouts.expected_max: integral of 1 - F^(P G)")
     ch.given("sim_G", q(L["sim_G"], qt), f"longest of a prompt's samples, mean over {p.sim_steps} simulated steps",
              kind="derived", source=f"seeded simulation (seed {p.seed})")
     ch.step("f_tail", "1 - E_X/E_S", "", "decode slots idle while the step waits for its longest")
@@ -184,8 +184,8 @@ QUOTE = ("Sixteen samples per prompt, a verifier that runs code, no value model,
 
 
 def defaults():
-    from utils import chains
-    return chains.check("grpo-rollout-cost")
+
+    return SPEC.check()
 
 
 def claims() -> list[Claim]:
@@ -255,11 +255,11 @@ def _given(p) -> dict:
 
 
 def what_changes(p) -> dict:
-    from utils import chains
+
     base = compute(p)
-    s2 = compute(chains.check("grpo-rollout-cost", **{**_given(p), "sigma": 0.5}))
-    cap8 = compute(chains.check("grpo-rollout-cost", **{**_given(p), "max_response_tokens": 8192}))
-    v60 = compute(chains.check("grpo-rollout-cost", **{**_given(p), "verifier_seconds": 60.0}))
+    s2 = compute(SPEC.check(**{**_given(p), "sigma": 0.5}))
+    cap8 = compute(SPEC.check(**{**_given(p), "max_response_tokens": 8192}))
+    v60 = compute(SPEC.check(**{**_given(p), "verifier_seconds": 60.0}))
     bal = balanced_split(p, base)
     return {"w-bal-a": fmt(q(bal["n_a"], "GPU")), "w-bal-l": fmt(q(bal["n_l"], "GPU")), "w-bal-fx": pct(bal["f_x"]),
             "w-fx": pct(base["f_x"]),
@@ -269,12 +269,15 @@ def what_changes(p) -> dict:
 
 
 def exercises() -> dict:
-    from utils import chains
+
     p = defaults()
     a = (p.median_response_tokens, p.sigma, p.max_response_tokens)
-    e2 = compute(chains.check("grpo-rollout-cost", samples_per_prompt=64, n_prompts=16))
+    e2 = compute(SPEC.check(samples_per_prompt=64, n_prompts=16))
     return {"ex1-n": fmt(64), "ex1-emax": fmt(q(rollouts.expected_max(64, *a), "token")),
             "ex1-emax16": fmt(q(rollouts.expected_max(16, *a), "token")),
             "ex2-fs": pct(e2["f_s"]), "ex2-eg": fmt(e2["E_G"]),
             "ex3-pcap": pct(rollouts.cap_probability(*a)),
             "ex3-any": pct(1 - (1 - rollouts.cap_probability(*a)) ** p.samples_per_prompt)}
+
+
+SPEC = Spec("grpo-rollout-cost", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)

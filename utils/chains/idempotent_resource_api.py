@@ -1,5 +1,5 @@
 """idempotent-resource-api: what a duplicated create costs, and the three semantics that prevent it,
-judged by running the API in utils/idempotent_api.py (SQLite, standard library).
+judged by running the API in utils/components/idempotent_api.py (SQLite, standard library).
 
 A create whose response is lost after the server committed it (a client timeout, a dropped connection,
 a gateway's 504) is retried by the client; without an idempotency key the retry creates a second
@@ -20,9 +20,8 @@ import threading
 import numpy as np
 
 from utils.chain import Chain, as_float
-from utils.chains import Result
-from utils.idempotent_api import KEY_RETENTION_S, TRANSITIONS, ResourceAPI, pagination_trial
-from utils.params import Param
+from utils.components.idempotent_api import KEY_RETENTION_S, TRANSITIONS, ResourceAPI, pagination_trial
+from utils.params import Param, Result, Spec
 from utils.units import duration, fmt, pct, q
 from utils.verdicts import READING, WRONG, Claim
 
@@ -297,3 +296,6 @@ def exercises(p) -> dict:
             "ex1-cost": fmt(big["C_dup"]), "ex1-year": fmt(big["C_yr"]),
             "ex2-n": fmt(n), "ex2-t": fmt(t_week, digits=3), "ex2-pct": pct(t_week, digits=3),
             "ex3-limit": fmt(limit), "ex3-k": fmt(k), "ex3-repeats": fmt(min(k, limit)), "ex3-cursor": fmt(0)}
+
+
+SPEC = Spec("idempotent-resource-api", PARAMETERS, RESULTS, compute)

@@ -2,7 +2,7 @@
 backfill, preempt; a reservation so a big gang does not wait forever; checkpoint-aware victims; and
 the state-machine edge most designs get wrong (preempted -> pending).
 
-Seeded runs of utils.scheduler on a small cluster: the same arrivals with and without a reservation for
+Seeded runs of utils.fleet.scheduler on a small cluster: the same arrivals with and without a reservation for
 the head (EASY backfill), with checkpoint-aware and newest-first victims, and with a requeue that keeps
 the checkpoint and the age against one that resubmits the victim as a new job. The tick's cost is
 counted in queue entries touched, for the indexed queue (a heap per resource shape) and for a scan
@@ -13,9 +13,8 @@ from __future__ import annotations
 from functools import lru_cache
 
 from utils.chain import Chain
-from utils.chains import Result
-from utils.params import Param, ParameterError
-from utils.scheduler import simulate, tick_cost, workload
+from utils.fleet.scheduler import simulate, tick_cost, workload
+from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, q
 from utils.verdicts import READING, WRONG, Claim
 
@@ -55,7 +54,7 @@ RESULTS = (
     Result("scan_over_indexed", "", "Scan over indexed, one tick over the big backlog", of="R_big"),
 )
 
-SIMULATION = "seeded tick-by-tick runs of a GPU cluster's gang scheduler (utils.scheduler)"
+SIMULATION = "seeded tick-by-tick runs of a GPU cluster's gang scheduler (utils.fleet.scheduler)"
 
 
 def validate(p):
@@ -87,8 +86,8 @@ def mean(xs) -> float:
 
 
 def chain_of(rs: dict, ticks: dict, p_gpus, tau, *, source="parameters cell") -> Chain:
-    ch = Chain("A gang scheduler on seeded arrivals, and one tick's cost (utils.scheduler)")
-    sim = "simulated: utils.scheduler.simulate"
+    ch = Chain("A gang scheduler on seeded arrivals, and one tick's cost (utils.fleet.scheduler)")
+    sim = "simulated: utils.fleet.scheduler.simulate"
     ch.given("G", q(p_gpus, "GPU"), "GPUs in the cluster", kind="assumption", source=source)
     ch.given("tau", q(tau, "hour"), "checkpoint interval", kind="assumption", source=source)
     b, g = rs["base"], rs["greedy"]
@@ -115,7 +114,7 @@ def chain_of(rs: dict, ticks: dict, p_gpus, tau, *, source="parameters cell") ->
         sym = "s" if tag == "small" else "big"
         ch.given(f"n_{sym}", t["n"], f"waiting jobs ({tag} backlog)", kind="assumption", source=source)
         ch.given(f"O_{sym}", t["ops"], f"entries one tick touches, indexed ({tag})", kind="derived",
-                 source="counted: utils.scheduler.tick_cost")
+                 source="counted: utils.fleet.scheduler.tick_cost")
         ch.given(f"S_{sym}", t["scan_ops"], f"entries one tick touches, scanning ({tag})", kind="derived",
                  source="counted: the same tick's lookups, each over every waiting job")
     ch.step("R_big", "S_big/O_big", "", "scan over indexed, big backlog")
@@ -221,7 +220,7 @@ def transition_rows(ck: dict) -> list[list[str]]:
 
 
 def case_rows() -> list[list[str]]:
-    """The cases tests/test_scheduler.py covers."""
+    """The cases tests/fleet/test_scheduler.py covers."""
     return [["preempted -> pending", "the real transition table", "refused (IllegalTransition)"],
             ["a gang larger than the free GPUs", "eight GPUs, six taken", "reserved, no GPU handed out"],
             ["EASY backfill", "a short and a long job behind a reserved gang",
@@ -263,3 +262,6 @@ def exercises(p) -> dict:
             "ex2-run": fmt(q(run, "hour")), "ex2-bucket": fmt(q(4.0, "hour")),
             "ex3-gpus": fmt(q(v, "GPU")), "ex3-tau": fmt(q(tau, "hour")), "ex3-max": fmt(q(v * tau, "GPU*hour")),
             "ex3-blind": fmt(q(v * tau / 2, "GPU*hour"))}
+
+
+SPEC = Spec("job-scheduler-100k", PARAMETERS, RESULTS, compute, validate=validate)

@@ -3,7 +3,7 @@ the tensor) against fused (one read, one write), with the launch each kernel pay
 
 Bytes move at the copy roof (utils.measured.copy_ceiling); launches cost the parameters' assumption
 until the harness has a launch-overhead record for the GPU. The page counts eager torch's bytes with
-utils.byte_counter; this module holds the counts those runs must reproduce.
+utils.gpu.byte_counter; this module holds the counts those runs must reproduce.
 """
 from __future__ import annotations
 
@@ -11,9 +11,8 @@ import numpy as np
 
 from utils import catalog, measured, roofline
 from utils.chain import Chain, as_float
-from utils.chains import Result
 from utils.models import param_count
-from utils.params import Param
+from utils.params import Param, Result, Spec
 from utils.units import auto_bytes, fmt, pct, q, short
 from utils.verdicts import READING, WRONG, Claim
 
@@ -234,3 +233,6 @@ def exercises(p) -> dict:
 def measured_predictions(gpu, sizes, launch_overhead_us) -> list[dict]:
     return [dict(size=s, chain=fusion_chain(gpu, s["n"], 2.0, CLAIM["n_ops"], launch_overhead_us,
                                             source="the harness's sizes")) for s in sizes]
+
+
+SPEC = Spec("kernel-fusion", PARAMETERS, RESULTS, compute)

@@ -16,8 +16,7 @@ import numpy as np
 
 from utils import catalog, models, roofline, serving
 from utils.chain import Chain, as_float
-from utils.chains import Result
-from utils.params import Param, ParameterError
+from utils.params import Param, ParameterError, Result, Spec
 from utils.serving import per_user_text as per_user
 from utils.serving import users_text as users
 from utils.units import fmt, pct, q, short
@@ -354,3 +353,6 @@ def exercises() -> dict:
             "ex2-h200": per_user(h200_c["s_bw"], "token/s"), "ex3-kv-token": fmt(ex3["kappa"]),
             "ex3-copies": fmt(ex3["rho"]), "ex3-users": users(ex3["U"]), "ex3-users-split": fmt(split),
             "ex3-compute": users(ex3["U_c"])}
+
+
+SPEC = Spec("kv-cache-caps-users", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)

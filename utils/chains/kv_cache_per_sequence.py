@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from utils import catalog
 from utils.chain import Chain, as_float
-from utils.chains import Result
 from utils.models import is_mla, kv_bytes_per_token, kv_bytes_per_token_mha, param_count
-from utils.params import Param
+from utils.params import Param, Result, Spec
 from utils.units import fmt, pct, q, short
 from utils.verdicts import HOLDS, READING, WRONG, Claim, within
 
@@ -336,3 +335,6 @@ def exercises() -> dict:
             "ex3-context": fmt(ex3["T_f"]), "ex3-sequences": fmt(as_float(ex3["W"] / claim["K_seq"], ""), digits=2),
             "ex4-seq": fmt(ex4["K_seq"]), "ex4-ratio": pct(ex4["rho"]),
             "ex4-tokens": fmt((claim["K_seq"] / ex4["k_tok"]).to("token"))}
+
+
+SPEC = Spec("kv-cache-per-sequence", PARAMETERS, RESULTS, compute, refused=REFUSED)

@@ -6,16 +6,16 @@ memory less the weights) and the running-sequence cap set the batch; a request a
 under TTFT (a mean prompt's prefill) and TPOT (one read of the weights); at saturation each request
 needs one prefill and o tokens' share of decode steps at batch B, which gives the highest rate the
 replica can serve and the tokens per second it reports there. The seeded queue simulation
-(utils.batching.Replica) gives the percentiles, the attainment, goodput and the maximum goodput rate.
+(utils.serving.batching.Replica) gives the percentiles, the attainment, goodput and the maximum goodput rate.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from utils import batching, models, serving
+from utils import models, serving
 from utils.chain import Chain, as_float
-from utils.chains import Result
-from utils.params import Param, ParameterError
+from utils.params import Param, ParameterError, Result, Spec
+from utils.serving import batching
 from utils.units import fmt, pct, q
 from utils.verdicts import READING, Claim
 
@@ -45,7 +45,7 @@ MODELS_SOURCE = "counted from the catalog config by utils.models"
 MIN_BUDGET = 2048      # vLLM without chunking: max_num_batched_tokens = max(max_model_len, 2048)
 FRACTIONS = np.round(np.arange(0.2, 2.01, 0.1), 2)     # the sweep, as fractions of the saturation rate
 
-SIMULATION = "seeded queue benchmarks of one replica at each batch cap (utils.batching)"
+SIMULATION = "seeded queue benchmarks of one replica at each batch cap (utils.serving.batching)"
 
 PARAMETERS = (
     Param("model", "llama-3-70b", "the model (served in bf16: weights and KV cache): a catalog key or a config.json",
@@ -213,7 +213,7 @@ def compute(p) -> Chain:
         raise ParameterError(f"arrival_rate={p.arrival_rate!r} is so high that every request arrives within one "
                              "engine pass: raise n_requests or lower arrival_rate") from None
     bm = benchmark(rep)
-    ch, how = rep.chain, f"utils.batching: {fmt(p.n_requests)} seeded requests through the queue"
+    ch, how = rep.chain, f"utils.serving.batching: {fmt(p.n_requests)} seeded requests through the queue"
     for name, value, label in (
             ("ttft_50", q(op["ttft_50"], "s").to("ms"), "median TTFT at the operating point"),
             ("ttft_p", q(op["ttft_p"], "s").to("ms"), "TTFT at the percentile"),
@@ -236,8 +236,8 @@ CLAIM = {prm.name: prm.default for prm in PARAMETERS}   # the page's reading: th
 
 
 def claim_replica(**changes) -> batching.Replica:
-    from utils import chains
-    return replica(chains.check("latency-slos-goodput", **{**CLAIM, **changes}), source="the claim's reading")
+
+    return replica(SPEC.check(**{**CLAIM, **changes}), source="the claim's reading")
 
 
 def nth(p: float) -> str:
@@ -436,7 +436,7 @@ def check_texts(ck: dict) -> dict:
 
 def variants_table(p) -> str:
     """The 'what changes the answer' table for the reader's parameters."""
-    from utils import chains
+
     raw = {name: (v.key if hasattr(v, "key") else v) for name, v in p.items()}
     server = MLPERF["server"]
     cases = [("the parameters", {}),
@@ -447,12 +447,12 @@ def variants_table(p) -> str:
              ("engine at half the floor's speed", dict(engine_efficiency=p.engine_efficiency / 2)),
              ("batch cap x 4", dict(max_batch=4 * p.max_batch)),
              ("prompts x 4 (cut at the context)", dict(mean_prompt_tokens=4 * p.mean_prompt_tokens))]
-    cases += [(f"on {chains.check('latency-slos-goodput', gpu=k).gpu.name}", dict(gpu=k))
+    cases += [(f"on {SPEC.check(gpu=k).gpu.name}", dict(gpu=k))
               for k in ("h100-sxm", "h200", "b200") if k != p.gpu.key]
     rows = []
     for label, changes in cases:
         try:
-            r = replica(chains.check("latency-slos-goodput", **{**raw, **changes}), source="this page's variant")
+            r = replica(SPEC.check(**{**raw, **changes}), source="this page's variant")
         except ParameterError as err:
             rows.append(f"| {label} | {err} | | | |")
             continue
@@ -517,3 +517,6 @@ def exercises(ck: dict) -> dict:
             "ex3-tps": tps(load_tps), "ex3-x": tps(x_max), "ex3-r-tok": fmt(r_tok), "ex3-per": rps(load / r_tok),
             "ex3-att": pct(ex3["attainment"]), "ex3-lo999": rps(p999_lo),
             "ex3-verdict": "short of the objective" if ex3["attainment"] < 0.999 else "enough, this time"}
+
+
+SPEC = Spec("latency-slos-goodput", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)

@@ -8,15 +8,14 @@
    take 2^16 to 2^16 / 2^k, and log2(2^16) of them reach a scale of one.
 5. One rank sending zeros: the mean over N ranks misses 1/N of the gradient, so the update (the
    effective learning rate) is (N-1)/N of intended, and so is the effective batch.
-The tiny training loop that injects each fault and runs the checks is utils.plateau (torch, in the
+The tiny training loop that injects each fault and runs the checks is utils.training.plateau (torch, in the
 chapter and its tests); this module holds only the arithmetic.
 """
 from __future__ import annotations
 
 from utils.chain import Chain
-from utils.chains import Result
-from utils.params import Param, ParameterError
-from utils.plateau import CHECKS, cosine_lr
+from utils.params import Param, ParameterError, Result, Spec
+from utils.training.plateau import CHECKS, cosine_lr
 from utils.units import fmt, pct, q
 from utils.verdicts import READING, Claim
 
@@ -82,7 +81,7 @@ def compute(p) -> Chain:
     ch.given("T_s", p.schedule_steps, "steps the schedule was set for", kind="assumption", source=src)
     ch.given("T_r", p.run_steps, "steps the run takes", kind="assumption", source=src)
     ch.given("eta", cosine_lr(p.read_step, p.peak_lr, p.warmup_steps, p.schedule_steps),
-             "learning rate at the step read (warmup, cosine)", kind="derived", source="utils.plateau.cosine_lr")
+             "learning rate at the step read (warmup, cosine)", kind="derived", source="utils.training.plateau.cosine_lr")
     ch.step("z", "1 - T_s/T_r", "", "share of the run at zero learning rate")
     ch.given("g", p.grad_norm, "grad norm", kind="assumption", source=src)
     ch.given("c", p.clip_norm, "clipping max_norm", kind="assumption", source=src)
@@ -132,20 +131,23 @@ def lr_curves(steps) -> dict:
 
 
 def what_changes() -> dict:
-    from utils import chains
-    base = chains.derive("loss-plateau")
-    big = chains.derive("loss-plateau", shard_tokens=200e9)
-    n64 = chains.derive("loss-plateau", n_ranks=64)
+
+    base = SPEC.derive()
+    big = SPEC.derive(shard_tokens=200e9)
+    n64 = SPEC.derive(n_ranks=64)
     return {"wc-epochs-base": fmt(base["epochs"]), "wc-epochs-big": fmt(big["epochs"]),
             "wc-shard-big": fmt(q(200e9, "token")), "wc-missing-64": pct(n64["rank_missing_share"]),
             "wc-ranks-64": fmt(q(64, ""))}
 
 
 def exercises() -> dict:
-    from utils import chains
-    r = chains.derive("loss-plateau", init_scale=2.0 ** 24)
+
+    r = SPEC.derive(init_scale=2.0 ** 24)
     step = 6000
-    mid = chains.derive("loss-plateau", read_step=step)
-    n4 = chains.derive("loss-plateau", n_ranks=4)
+    mid = SPEC.derive(read_step=step)
+    n4 = SPEC.derive(n_ranks=4)
     return {"ex1-skips": fmt(r["skipped_to_unit_scale"]), "ex2-lr": fmt(mid["lr_at_read_step"]), "ex2-step": f"{step:,}",
             "ex3-scale": fmt(n4["effective_lr_scale"]), "ex3-missing": pct(n4["rank_missing_share"])}
+
+
+SPEC = Spec("loss-plateau", PARAMETERS, RESULTS, compute, validate=validate)

@@ -11,8 +11,7 @@ import math
 
 from utils import catalog, models, roofline
 from utils.chain import Chain, as_float
-from utils.chains import Result
-from utils.params import Param, ParameterError
+from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, pct, q
 from utils.verdicts import HOLDS, READING, WRONG, Claim
 
@@ -231,7 +230,7 @@ QUOTES = dict(
     level="and held level on B200.",
     software="A defensible thesis is more bandwidth and capacity per FLOP, the shoreline and power arithmetic "
              "for why it has not happened, and the counterargument that software already routes around the wall.")
-SPEC = "spec/001, paragraph on the memory wall"
+CLAIM_SOURCE = "spec/001, paragraph on the memory wall"
 
 
 def halved(r) -> bool:
@@ -290,7 +289,7 @@ def claims() -> list[Claim]:
     h80, h40 = halved(r80), halved(r40)
     v_halved = HOLDS if h80 and h40 else READING if h80 or h40 else WRONG
     return [
-        Claim("halved", quote=QUOTES["halved"], source=SPEC, claimed="bytes per FLOP halved from A100 to H100",
+        Claim("halved", quote=QUOTES["halved"], source=CLAIM_SOURCE, claimed="bytes per FLOP halved from A100 to H100",
               derived=f"{fmt(r80)} from the A100 80GB; {fmt(r40)} from the A100 40GB", verdict=v_halved,
               reading=("'A100' read as the A100 SXM4 80GB, the part that replaced the launch 40GB across the market; "
                        f"from the 40GB part the ratio is {fmt(r40)}") if v_halved == READING else "",
@@ -299,14 +298,14 @@ def claims() -> list[Claim]:
               reason=(f"HBM bandwidth per dense bf16 FLOP: A100 80GB {fmt(cc['W_a'])} over {fmt(cc['F_a'])} and H100 "
                       f"{fmt(cc['W_b'])} over {fmt(cc['F_b'])} give {fmt(r80)}, a halving; the launch A100 40GB's "
                       f"{fmt(c40['W_a'], digits=4)} gives {fmt(r40)}, a third down, not a half")),
-        Claim("level", quote=QUOTES["level"], source=SPEC, claimed="bytes per FLOP held level from H100 to B200",
+        Claim("level", quote=QUOTES["level"], source=CLAIM_SOURCE, claimed="bytes per FLOP held level from H100 to B200",
               derived=f"{fmt(cc['beta_c'], style='sci')} vs {fmt(cc['beta_b'], style='sci')}: ratio {fmt(cc['r_cb'])}",
               verdict=HOLDS if lv else WRONG,
               nearest_true="" if lv else f"B200 has {fmt(cc['r_cb'])} of H100's bytes per FLOP",
               reason=(f"against H100, the chip the sentence names, B200 has {fmt(cc['r_cb'])} of its bytes per FLOP, and "
                       f"every B200 and GB200 figure the catalog keeps gives {fmt(min(vs_h100))} to {fmt(max(vs_h100))}; "
                       f"against H200, the Hopper with HBM3E, it would be {fmt(rd[-1][2])}")),
-        Claim("software", quote=QUOTES["software"], source=SPEC,
+        Claim("software", quote=QUOTES["software"], source=CLAIM_SOURCE,
               claimed="more bandwidth and capacity per FLOP has not happened for shoreline and power reasons; "
                       "software routes around the wall",
               derived=(f"matching A100's bytes per FLOP on B200 takes {fmt(cc['W_x'])}: {fmt(cc['n_x'])} stacks at "
@@ -439,3 +438,6 @@ def ridge_check(ck) -> float:
     """Third route: utils.roofline's ridge is the reciprocal of bytes per FLOP; the largest residual."""
     return max(abs(as_float(roofline.chip(key).ridge * ck["cc"][f"beta_{tag}"], "") - 1)
                for tag, key in zip("abc", (CLAIM["first"], CLAIM["middle"], CLAIM["last"])))
+
+
+SPEC = Spec("memory-wall", PARAMETERS, RESULTS, compute, validate=validate)

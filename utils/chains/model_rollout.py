@@ -6,7 +6,7 @@ Each version holds its own warm replicas (its weights loaded, no cold start when
 from its share of the requests at the replica rate of the continuous-batching chain; rounding each up,
 and a floor of replicas per version, is the rollout's extra capacity, held until the old version's
 sessions drain. The canary's sample size is the normal approximation for a one-sided two-proportion
-test (utils/canary.py), the stable arm (1 - s)/s times larger; a seeded simulation of the same test at
+test (utils/serving/canary.py), the stable arm (1 - s)/s times larger; a seeded simulation of the same test at
 that size checks its power. The error budget converts the regression into minutes of budget per hour,
 which is the rollback rule's argument: the test decides, and every hour spent arguing costs that much.
 """
@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from utils import chains
-from utils.canary import VersionRouter, budget_minutes, canary_sample_size, simulated_power, z
 from utils.chain import Chain, as_float
-from utils.chains import Result
 from utils.chains.token_rate_limits import replica_rate
-from utils.params import Param, ParameterError
+from utils.params import Param, ParameterError, Result, Spec
+from utils.serving.canary import VersionRouter, budget_minutes, canary_sample_size, simulated_power, z
 from utils.units import duration, fmt, num, pct, q
 from utils.verdicts import READING, WRONG, Claim
 
@@ -123,7 +121,7 @@ def rollout_chain(X, o, lambda_0, u, s, m, tau, slo, p0, delta, alpha, power, pe
     n_c = int(round(as_float(ch["n_c"], "request")))
     ch.given("pi_sim", simulated_power(p0, p0 + delta, n_c, (1 - s) / s, alpha=alpha, seed=seed),
              "power at that size, simulated", kind="derived",
-             source=f"utils.canary.simulated_power: seeded draws of both arms (seed {seed})")
+             source=f"utils.serving.canary.simulated_power: seeded draws of both arms (seed {seed})")
     ch.given("SLO", slo, "share of requests that must succeed", kind="assumption", source=source)
     ch.given("P_d", q(period, "day"), "the budget's period", kind="assumption", source=source)
     ch.step("B", "(1 - SLO)*P_d", "min", "error budget: minutes of total failure the period allows")
@@ -150,7 +148,7 @@ CLAIM = dict(share=0.01, hour=1.0)
 
 
 def checks() -> dict:
-    d = chains.defaults("model-rollout")
+    d = SPEC.defaults()
     X = replica_rate(d["model"], d["gpu"], d["gpus_per_replica"], d["mean_prompt_tokens"], d["mean_output_tokens"])
     args = dict(X=X, o=d["mean_output_tokens"], lambda_0=d["requests_per_s"], u=d["utilization"], s=CLAIM["share"],
                 m=d["min_replicas"], tau=d["session_minutes"], slo=d["slo"], p0=d["baseline_failure"],
@@ -209,15 +207,15 @@ def router_run(n_sessions: int = 20_000, share: float = 0.05, ramp: float = 0.25
 
 
 def case_rows() -> list[list[str]]:
-    """The cases tests/test_canary.py holds, run live."""
+    """The cases tests/serving/test_canary.py holds, run live."""
     run = router_run()
     n = canary_sample_size(0.10, 0.15)
     return [["new sessions at a share", "that share on the canary, by hash", f"{pct(run['measured'])} of {pct(run['share'])}"],
             ["the share raised", "no existing session changes version", f"{run['switched']:,} switched"],
             ["a rollback", "every canary session moves to stable", f"{run['rolled_back']:,} moved, {run['after']} left"],
             ["sample size, equal arms, rates from a tenth to three twentieths", "the formula worked by hand", f"{n:,} per arm"],
-            ["simulated power at the closed-form size", "the power asked for", "tests/test_canary.py"],
-            ["simulated false alarms with no regression", "about the significance", "tests/test_canary.py"]]
+            ["simulated power at the closed-form size", "the power asked for", "tests/serving/test_canary.py"],
+            ["simulated false alarms with no regression", "about the significance", "tests/serving/test_canary.py"]]
 
 
 def detect_curves(ch, regressions, shares=(0.01, 0.05)) -> dict:
@@ -240,9 +238,9 @@ def _cdf(x: float) -> float:
 
 
 def what_changes(ch) -> dict:
-    small = chains.derive("model-rollout", regression=0.001)
-    one = chains.derive("model-rollout", canary_share=0.01)
-    few = chains.derive("model-rollout", requests_per_s=50.0)
+    small = SPEC.derive(regression=0.001)
+    one = SPEC.derive(canary_share=0.01)
+    few = SPEC.derive(requests_per_s=50.0)
     return {"wc-small": pct(0.001), "wc-small-n": fmt(small["canary_requests"]),
             "wc-small-t": duration(small["time_to_detect"]),
             "wc-one": pct(0.01), "wc-one-t": duration(one["time_to_detect"]), "wc-one-extra": num(one["extra_replicas"].m),
@@ -261,3 +259,6 @@ def exercises() -> dict:
             "ex2-rate": pct(0.0105), "ex2-burn": fmt(0.0105 / (1 - slo)),
             "ex2-hours": fmt(q(budget_minutes(slo) / 0.0105 / 60, "hour")),
             "ex3-tau": fmt(q(60.0, "min")), "ex3-t": fmt(q(60.0 * np.log(1000), "min")), "ex3-share": pct(0.999)}
+
+
+SPEC = Spec("model-rollout", PARAMETERS, RESULTS, compute, validate=validate)

@@ -2,7 +2,7 @@
 
 The wide expert-parallel decode layout: every GPU holds a copy of everything that is not a routed expert
 and the KV cache of its own B/n sequences; the routed experts are spread in whole-expert slots
-(utils.moe.slot_layout). The memory plan per GPU (weights, KV cache, activation buffers, the share the
+(utils.serving.moe.slot_layout). The memory plan per GPU (weights, KV cache, activation buffers, the share the
 engine leaves free) and a decode-step floor: reading what the busiest GPU touches from HBM (or its FLOPs)
 plus two all-to-alls per MoE layer, each a latency plus its bytes over the one-way NVLink bandwidth.
 """
@@ -12,10 +12,10 @@ import math
 
 import numpy as np
 
-from utils import catalog, models, moe
+from utils import catalog, models
 from utils.chain import Chain, as_float
-from utils.chains import Result
-from utils.params import Param, ParameterError
+from utils.params import Param, ParameterError, Result, Spec
+from utils.serving import moe
 from utils.units import fmt, num, pct, q, short
 from utils.verdicts import HOLDS, READING, Claim
 
@@ -113,7 +113,7 @@ def plan(m, acc, n_gpus, weight_bytes_per_param, kv_bytes_per_element, context_t
     ch.step("N_rep", "N_tot - N_r", "parameter", "the rest, copied to every GPU")
     ch.given("b_w", q(weight_bytes_per_param, "byte/parameter"), "bytes per weight", kind="assumption", source=source)
     ch.given("n", n_gpus, "GPUs in the expert-parallel group", kind="assumption", source=source)
-    ch.step("s", "ceiling(E_r/n)", "", "expert slots per GPU (utils.moe.slot_layout)")
+    ch.step("s", "ceiling(E_r/n)", "", "expert slots per GPU (utils.serving.moe.slot_layout)")
     ch.step("W", "(N_rep + s*L_m*P_e)*b_w", "GB", "weights on each GPU")
     ch.given("kv", models.kv_bytes_per_token(m, kv_bytes_per_element), "KV cache per token, all layers",
              kind="derived", source="utils.models.kv_bytes_per_token (MLA latent + RoPE key)")
@@ -149,7 +149,7 @@ def plan(m, acc, n_gpus, weight_bytes_per_param, kv_bytes_per_element, context_t
     ch.step("E_t", "E_r*f", "", "distinct experts touched per layer")
     ch.given("m_e", moe.busiest_experts(ch["f"].to("").magnitude, x["E"], n_gpus),
              "experts the busiest GPU touches per MoE layer, uniform routing", kind="derived",
-             source="utils.moe.busiest_experts: expected maximum over the GPUs of Binomial(its experts, f)")
+             source="utils.serving.moe.busiest_experts: expected maximum over the GPUs of Binomial(its experts, f)")
     ch.given("rho", imbalance, "router skew: multiplies the busiest GPU's tokens and its experts", kind="assumption",
              source="1 = tokens spread evenly, experts touched at random (the floor)")
     ch.step("e_g", "Min(s, rho*m_e)", "", "experts the busiest GPU reads per MoE layer (at most its slots)")
@@ -550,3 +550,6 @@ def what_changes_glue(p) -> dict:
             "bf16-gpus": str(w["bf16"]), "long-ctx": f"{LONG_CTX:,} tokens", "long-used": fmt(w["long"]["M"]),
             "long-max-batch": f"{w['long_summary']['max_batch']:,}", "t-bw-again": fmt(ch["t_bw"]),
             "ib-name": w["ib"].name, "ib-bw-term": fmt(w["ib_term"])}
+
+
+SPEC = Spec("moe-1t-on-72-gpus", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)

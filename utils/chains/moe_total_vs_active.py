@@ -2,11 +2,11 @@
 
 For a mixture of experts, weight bytes and training state are counted over every stored parameter and
 FLOPs per token over the active ones, so the GPUs a "1T" model needs for storage and for compute come
-apart by the total-to-active ratio. The expert-parallel layout (utils.moe.slot_layout), the all-to-all
-bytes per token (utils.moe.alltoall_bytes_per_token), why the group stays inside one NVLink domain, and
-the imbalance a uniform router already leaves (utils.moe.imbalance). A group wider than the routed experts
+apart by the total-to-active ratio. The expert-parallel layout (utils.serving.moe.slot_layout), the all-to-all
+bytes per token (utils.serving.moe.alltoall_bytes_per_token), why the group stays inside one NVLink domain, and
+the imbalance a uniform router already leaves (utils.serving.moe.imbalance). A group wider than the routed experts
 (DeepSeek-V3's EP320 decode) holds one expert per GPU and puts the shared expert's copies and redundant
-routed copies on the spare GPUs (utils.moe.redundant_layout); its imbalance is utils.moe.redundant_imbalance.
+routed copies on the spare GPUs (utils.serving.moe.redundant_layout); its imbalance is utils.serving.moe.redundant_imbalance.
 """
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ import math
 
 import numpy as np
 
-from utils import catalog, models, moe
+from utils import catalog, models
 from utils.chain import Chain, as_float
-from utils.chains import Result
-from utils.params import Param, ParameterError
+from utils.params import Param, ParameterError, Result, Spec
+from utils.serving import moe
 from utils.units import fmt, num, pct, q, short
 from utils.verdicts import HOLDS, Claim
 
@@ -99,8 +99,8 @@ def shared_experts(m) -> int:
 
 
 def layout(spec: dict, n_ep: int) -> dict:
-    """Where the experts go: whole-expert slots for n <= E (utils.moe.slot_layout); one expert per GPU with
-    the spares holding shared-expert copies and redundant routed copies for n > E (utils.moe.redundant_layout,
+    """Where the experts go: whole-expert slots for n <= E (utils.serving.moe.slot_layout); one expert per GPU with
+    the spares holding shared-expert copies and redundant routed copies for n > E (utils.serving.moe.redundant_layout,
     DeepSeek-V3's decode)."""
     E = spec["E"]
     if n_ep <= E:
@@ -109,7 +109,7 @@ def layout(spec: dict, n_ep: int) -> dict:
 
 
 def router_imbalance(spec: dict, n_ep: int, tokens: int, placement: str = "statistics") -> float:
-    """rho for the layout: utils.moe.imbalance for n <= E; utils.moe.redundant_imbalance (the shared copies,
+    """rho for the layout: utils.serving.moe.imbalance for n <= E; utils.serving.moe.redundant_imbalance (the shared copies,
     the redundant copies placed from past loads) for n > E."""
     if n_ep <= spec["E"]:
         return moe.imbalance(tokens, spec["k"], spec["E"], n_ep)
@@ -181,15 +181,15 @@ def plan(spec: dict, acc, b_w: float, tps: float, u: float, n_ep: int, *, source
     # --- the layout: experts over the expert-parallel group, the rest copied ---
     ch.given("E_r", spec["E"], "routed experts per MoE layer", kind="spec", source=f"{spec['key']}.n_routed_experts")
     ch.given("n", n_ep, "GPUs in the expert-parallel group", kind="assumption", source=source)
-    ch.step("s", "ceiling(E_r/n)", "", "expert slots per GPU per layer (utils.moe.slot_layout)")
+    ch.step("s", "ceiling(E_r/n)", "", "expert slots per GPU per layer (utils.serving.moe.slot_layout)")
     lay = layout(spec, n_ep)
     n_sh = spec.get("S", 0) if lay["shared_on_spares"] else 0
     ch.given("S_sp", n_sh, "shared experts served as routed ones, on spare GPUs (n > E_r only)", kind="derived",
-             source="utils.moe.redundant_layout; " + moe.DSV3_SRC)
+             source="utils.serving.moe.redundant_layout; " + moe.DSV3_SRC)
     ch.given("c_sh", lay["shared_on_spares"], "spare GPUs holding shared-expert copies", kind="derived",
-             source="utils.moe.shared_copies: ceiling(E_r/k) per shared expert")
+             source="utils.serving.moe.shared_copies: ceiling(E_r/k) per shared expert")
     ch.given("n_red", lay["redundant"], "spare GPUs holding a redundant copy of a routed expert", kind="derived",
-             source="utils.moe.redundant_layout: n - E_r - c_sh; the count DeepSeek's production layout keeps: "
+             source="utils.serving.moe.redundant_layout: n - E_r - c_sh; the count DeepSeek's production layout keeps: "
                     + moe.DSV3_DAY6_SRC)
     ch.step("N_rep", "N_tot - L_m*(E_r + S_sp)*P_e", "parameter",
             "everything but the routed (and spare-hosted shared) experts: copied to each GPU")
@@ -203,7 +203,7 @@ def plan(spec: dict, acc, b_w: float, tps: float, u: float, n_ep: int, *, source
     ch.given("tok", q(1, "token"), "one token", kind="spec", source="per token")
     ch.step("A_0", "L_m*(k + S_sp)*d*(b_d + b_c)/tok", "MB/token",
             "bytes per token, dispatch + combine, over all MoE layers (a spare-hosted shared expert travels too)")
-    ch.step("A", "A_0*(n - 1)/n", "MB/token", "of which leave the token's GPU (utils.moe.alltoall_bytes_per_token)")
+    ch.step("A", "A_0*(n - 1)/n", "MB/token", "of which leave the token's GPU (utils.serving.moe.alltoall_bytes_per_token)")
     ch.given("n_dom", moe.nvlink_domain(acc), "GPUs in one NVLink domain", kind="spec",
              source=f"{acc.q('scaleup_link')} catalog notes")
     ch.step("A_nv", "A_0*(Min(n, n_dom) - 1)/n", "MB/token", "of which stay inside the NVLink domain")
@@ -217,8 +217,9 @@ def plan(spec: dict, acc, b_w: float, tps: float, u: float, n_ep: int, *, source
              source="this book's assumption: a large decode batch or a small prefill chunk; the ratios below do not depend on it")
     ch.given("rho", router_imbalance(spec, n_ep, STEP_TOKENS * n_ep),
              "busiest GPU's load over the mean, uniform routing", kind="derived",
-             source="utils.moe.imbalance: expected maximum of the group's loads (see Router imbalance)" if n_ep <= spec["E"]
-             else "utils.moe.redundant_imbalance: copies placed from past loads (see Redundant experts)")
+             source=("utils.serving.moe.imbalance: expected maximum of the group's loads (see Router imbalance)"
+                     if n_ep <= spec["E"]
+                     else "utils.serving.moe.redundant_imbalance: copies placed from past loads (see Redundant experts)"))
     ch.step("t_f", "T_g*F/(u*R)", "ms", "forward FLOPs of one step on one GPU")
     ch.step("t_a", "rho*T_g*Max(A_nv/BW_nv, A_x/BW_x)", "ms", "all-to-all bytes of the step, busiest GPU")
     ch.step("t_ib", "rho*T_g*A/BW_x", "ms", "the same bytes if every one crossed the scale-out NIC")
@@ -628,3 +629,6 @@ def ep320_section() -> tuple[dict, str]:
             "ep320-ib": catalog.interconnect(SCALE_OUT).name}
     return glue, table(["placement of the spare GPUs' copies", "busiest routed GPU (assignments)",
                         "over a routed expert's mean", "$\\rho$ over all GPUs"], table_rows)
+
+
+SPEC = Spec("moe-total-vs-active", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)

@@ -3,7 +3,7 @@ after a region drops; routing with a residency override; weights warm everywhere
 
 The closed forms: N regions at utilisation u leave N u / (N - 1) on the survivors; a survivor past 100%
 grows its queue by the excess every second; N - 1 sizing caps u at (N - 1) / N. The seeded simulation
-(utils.failover.simulate, with utils.retry's policies and budget) runs the survivor's first seconds three
+(utils.serving.failover.simulate, with utils.components.retry's policies and budget) runs the survivor's first seconds three
 ways: clients retrying on a fixed interval into a queue that refuses nothing; jittered retries under a
 retry budget; and the same with admission control.
 """
@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import math
 
-from utils import autoscale, catalog, failover, models
+from utils import catalog, models
 from utils.chain import Chain
-from utils.chains import Result
-from utils.params import Param, ParameterError
+from utils.params import Param, ParameterError, Result, Spec
+from utils.serving import autoscale, failover
 from utils.units import fmt, pct, q
 from utils.verdicts import WRONG, Claim
 
-SIMULATION = "the surviving region's seconds after the other drops, three client and server policies (utils.failover)"
+SIMULATION = "the surviving region's seconds after the other drops, three client and server policies (utils.serving.failover)"
 BOOK = "this book's assumption"
 PRICE = catalog.price("h100-rental")["contract_1y"]
 
@@ -39,7 +39,7 @@ PARAMETERS = (
     Param("client_timeout_s", 5.0, "how long a client waits for an attempt before retrying", unit="s", source=BOOK),
     Param("max_attempts", 4, "attempts per request, the first included", check="whole", source=BOOK),
     Param("retry_base_s", 1.0, "retry interval (fixed) or first backoff window (jittered)", unit="s",
-          source="utils.retry: Brooker's base"),
+          source="utils.components.retry: Brooker's base"),
     Param("retry_cap_s", 20.0, "longest backoff window", unit="s", source=BOOK),
     Param("retry_budget", 0.1, "retries allowed as a share of requests", check="fraction",
           source="Google SRE book, ch. 22: a per-client retry budget of 10%"),
@@ -95,7 +95,7 @@ def runs(p) -> dict:
 
 
 def needed_replicas(p) -> int:
-    """Replicas one survivor needs for its share of the whole load (utils.autoscale.replicas_needed)."""
+    """Replicas one survivor needs for its share of the whole load (utils.serving.autoscale.replicas_needed)."""
     load = p.regions * p.utilisation * p.replicas_per_region * p.replica_rps / (p.regions - 1)
     return int(autoscale.replicas_needed(load, p.replica_rps, 0.0))
 
@@ -132,15 +132,15 @@ def compute(p) -> Chain:
              kind="derived", source="utils.models.weight_bytes")
     ch.step("M_all", "N*Max(R_n, R)*M_w", "GB", "weights warm in every replica of every region")
     # --- the autoscaler
-    ch.given("R_need", q(needed_replicas(p), ""), "replicas a survivor needs (utils.autoscale)",
-             kind="derived", source="utils.autoscale.replicas_needed")
+    ch.given("R_need", q(needed_replicas(p), ""), "replicas a survivor needs (utils.serving.autoscale)",
+             kind="derived", source="utils.serving.autoscale.replicas_needed")
     ch.given("t_d", q(p.detect_s, "s"), "detection and routing change", kind="assumption", source=src)
     ch.given("t_l", q(p.scale_lag_s, "s"), "autoscaler's metrics window", kind="assumption", source=src)
     ch.given("t_s", q(p.start_s, "s"), "replica start-up", kind="assumption", source=src)
     ch.step("t_cap", "t_d + t_l + t_s", "s", "from the drop to the first added replica serving")
     # --- the simulation
     rs = runs(p)
-    how = "utils.failover.simulate, seeded"
+    how = "utils.serving.failover.simulate, seeded"
     for key, name, label in (("naive", "g_naive", "goodput share, fixed-interval retries, nothing refused"),
                              ("jitter", "g_jit", "goodput share, jittered retries under a budget"),
                              ("admission", "g_ac", "goodput share, jitter, budget and admission control")):
@@ -161,10 +161,10 @@ _CACHE: dict = {}
 
 
 def claim_chain(**changes) -> Chain:
-    from utils import chains
+
     key = tuple(sorted(changes.items()))
     if key not in _CACHE:
-        _CACHE[key] = compute(chains.check("multi-region-failover", **{**CLAIM, **changes}))
+        _CACHE[key] = compute(SPEC.check(**{**CLAIM, **changes}))
     return _CACHE[key]
 
 
@@ -270,3 +270,6 @@ def exercises() -> dict:
             "ex2-start": fmt(q(30.0, "s")), "ex2-tcap": fmt(a["t_cap"].to("s")),
             "ex2-g": pct(a.runs["naive"][1]["goodput"]), "ex2-g-ac": pct(a.runs["admission"][1]["goodput"]),
             "ex3-bytes": fmt(claim_chain()["M_all"]), "ex3-cost": fmt(claim_chain()["D_spare"])}
+
+
+SPEC = Spec("multi-region-failover", PARAMETERS, RESULTS, compute, validate=validate)

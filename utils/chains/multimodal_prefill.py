@@ -5,7 +5,7 @@ FLOPs (2 x ViT params x patches + attention + merger) -> the LLM's prefill FLOPs
 tokens (2 N T + causal attention) -> the TTFT floor on the replica -> the batch shape (images per engine
 step under the step's token budget) -> KV per request and requests that fit -> the request rate each
 resource allows, and which binds first. The encoder is one parameter (its figures, with their sources, are
-in utils/vision.py); the LLM is a catalog model.
+in utils/serving/vision.py); the LLM is a catalog model.
 """
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ import math
 
 import numpy as np
 
-from utils import catalog, models, serving, vision
+from utils import catalog, models, serving
 from utils.chain import Chain
-from utils.chains import Result
-from utils.params import Param, ParameterError
+from utils.params import Param, ParameterError, Result, Spec
+from utils.serving import vision
 from utils.units import fmt, num, pct, q
 from utils.verdicts import READING, WRONG, Claim
 
@@ -90,9 +90,9 @@ def prefill_chain(m, enc: vision.Encoder, height: int, width: int, images: int, 
     ch.given("H", q(height, ""), "image height (pixels)", kind=kind, source=source)
     ch.given("W", q(width, ""), "image width (pixels)", kind=kind, source=source)
     ch.given("H_r", q(img["resized"][0], ""), f"height after the {enc.resize} resize", kind="derived",
-             source="utils.vision.patch_grid")
+             source="utils.serving.vision.patch_grid")
     ch.given("W_r", q(img["resized"][1], ""), f"width after the {enc.resize} resize", kind="derived",
-             source="utils.vision.patch_grid")
+             source="utils.serving.vision.patch_grid")
     ch.given("p", enc.patch, "patch side (pixels)", kind="spec", source=enc.name)
     ch.given("k", enc.merge, "patches per token side (merger)", kind="spec", source=enc.name)
     ch.step("P_i", "(H_r/p)*(W_r/p)", "", "patches per image")
@@ -108,7 +108,7 @@ def prefill_chain(m, enc: vision.Encoder, height: int, width: int, images: int, 
     ch.step("C_vl", "k_f*N_v*P_i", "FLOP", "ViT matrix products, one image")
     ch.given("C_va", q(fl["attention"] + fl["merger"], "FLOP"),
              "ViT attention (4 n w d per layer) and merger, one image", kind="derived",
-             source="utils.vision.encoder_flops")
+             source="utils.serving.vision.encoder_flops")
     ch.step("C_enc", "n_img*(C_vl + C_va)", "FLOP", "encoder FLOPs per request")
     ch.given("N", models.param_count(m)["active"], "LLM parameters multiplied per token", kind="spec",
              source=f"{m.name}, counted from its configuration")
@@ -266,3 +266,6 @@ def exercises() -> dict:
         "ex3-ttft": fmt(many["t_pre"], digits=2), "ex3-kv": fmt(many["m_req"], digits=3),
         "ex3-users": num(many["U"].m),
     }
+
+
+SPEC = Spec("multimodal-prefill", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)

@@ -1,21 +1,23 @@
 """observability-budget: seven spans with their durations, where a naive trace loses latency, the GPU
 counters that read headroom, the metrics store's series budget, and cost attribution by token share.
 
-The engine's spans come from the continuous-batching chain (utils.batching on the roofline: the prefill
+The engine's spans come from the continuous-batching chain (utils.serving.batching on the roofline: the prefill
 of a mean prompt, the mean decode step, the host's per-token streaming work); the spans outside the
 engine are the book's assumptions, stated. Series per metric are the product of label cardinalities,
 priced at Robust Perception's measured cost per series of a Prometheus head block. Attribution runs a
-seeded two-tenant trace step by step (utils.tracing.attribute).
+seeded two-tenant trace step by step (utils.fleet.tracing.attribute).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from utils import batching, catalog, tracing
+from utils import catalog
 from utils.chain import Chain, as_float
-from utils.chains import Result
+from utils.chains import continuous_batching
 from utils.chains import continuous_batching as cb
-from utils.params import Param, ParameterError
+from utils.fleet import tracing
+from utils.params import Param, ParameterError, Result, Spec
+from utils.serving import batching
 from utils.units import fmt, pct, q
 from utils.verdicts import READING, WRONG, Claim
 
@@ -107,8 +109,8 @@ def validate(p):
 
 def engine_chain(p):
     """The continuous-batching chain for this model and GPU: the prefill, the step, the batch."""
-    from utils import chains
-    pc = chains.check("continuous-batching", model=p.model.key, gpu=p.gpu.key, gpus_per_replica=p.gpus_per_replica)
+
+    pc = continuous_batching.SPEC.check(model=p.model.key, gpu=p.gpu.key, gpus_per_replica=p.gpus_per_replica)
     return cb.batching_chain(pc, source="the continuous-batching chain"), pc
 
 
@@ -139,14 +141,14 @@ def compute(p) -> Chain:
     ch.given("t_q", q(p.queue_ms, "ms"), "queue (no span in a naive trace)", kind="assumption", source="parameters cell")
     ch.given("t_rt", q(p.router_ms, "ms"), "router", kind="assumption", source="parameters cell")
     ch.given("t_pf", q(batching.prefill_time(e, [pc.mean_prompt_tokens]), "s").to("ms"), "prefill of a mean prompt",
-             kind="derived", source="utils.batching.prefill_time on the continuous-batching chain")
+             kind="derived", source="utils.serving.batching.prefill_time on the continuous-batching chain")
     ch.given("o", ec["o"] * q(1, "sequence"), "mean reply", kind="assumption", source="the continuous-batching chain")
     ch.given("t_bar", ec["t_bar"], "mean decode step at the chain's batch", kind="derived",
              source="the continuous-batching chain")
     ch.given("tau", q(1, "token"), "tokens a sequence gains per step", kind="derived", source="decode")
     ch.step("t_dec", "o*t_bar/tau", "s", "decode span: one span over every step")
     ch.given("t_1", q(float(batching.step_time(e, 1)), "s").to("ms"), "a decode step with the request alone",
-             kind="derived", source="utils.batching.step_time at batch one")
+             kind="derived", source="utils.serving.batching.step_time at batch one")
     ch.given("t_d", ec["t_d"], "the same step in the chain's full batch", kind="derived",
              source="the continuous-batching chain")
     ch.step("r_ck", "t_d/t_1", "", "how much sharing the step slows this request's token")
@@ -193,7 +195,7 @@ def compute(p) -> Chain:
     # --- attribution
     a = attribution(e, p.attribution_requests, p.attribution_batch, pc.chunk_tokens, pc.context_tokens, p.seed)
     ch.given("s_rag", q(a["by_tenant"]["rag"] / a["total"], ""), "RAG tenant's GPU time by token share",
-             kind="derived", source="utils.tracing.attribute, seeded trace")
+             kind="derived", source="utils.fleet.tracing.attribute, seeded trace")
     ch.given("s_rag_n", q(a["requests_by_tenant"]["rag"] / len(a["tenants"]), ""), "RAG tenant's share of requests",
              kind="derived", source="the trace")
     ch.engine, ch.attribution, ch.counters, ch.batch = e, a, (c1, cB), B
@@ -205,8 +207,8 @@ QUOTE = ("GPU utilization at 100% tells you nothing, and a trace per token would
 
 
 def claims() -> list[Claim]:
-    from utils import chains
-    ch = compute(chains.check("observability-budget"))
+
+    ch = compute(SPEC.check())
     c1, cB = ch.counters
     util_ok = c1["gpu_util"] == cB["gpu_util"] == 1.0 and as_float(ch["r_X"]) > 10
     span_ok = as_float(ch["r_span"]) > 1
@@ -232,7 +234,7 @@ def span_rows(ch) -> list[list[str]]:
     d = {"gateway": ch["t_gw"], "auth": ch["t_au"], "queue": ch["t_q"], "router": ch["t_rt"],
          "prefill": ch["t_pf"], "decode": ch["t_dec"], "stream flush": ch["t_fl"]}
     where = {"gateway": EDGE_SOURCE.split(":")[0], "auth": "assumption", "queue": "assumption (no span: hidden)",
-             "router": "assumption", "prefill": "roofline (utils.batching)",
+             "router": "assumption", "prefill": "roofline (utils.serving.batching)",
              "decode": "roofline: reply x mean step (one span)", "stream flush": "reply x host time per token"}
     sp = tracing.spans({k: as_float(v, "s") for k, v in d.items()})
     return [[s.name, _ms(s.start), _ms(s.duration), where[s.name]] for s in sp]
@@ -284,9 +286,9 @@ def series_curve(ch, n_labels: int = 8) -> dict:
 
 
 def what_changes() -> dict:
-    from utils import chains
-    base = chains.derive("observability-budget")
-    busy = chains.derive("observability-budget", queue_ms=250.0)
+
+    base = SPEC.derive()
+    busy = SPEC.derive(queue_ms=250.0)
     return {"wc-queue": fmt(q(250.0, "ms")), "wc-queue-ttft": pct(busy["ttft_hidden_share"].m),
             "wc-base-ttft": pct(base["ttft_hidden_share"].m),
             "wc-budget": fmt(base["series_budget"].m), "wc-request-id": fmt(base["series_with_request_id"].m)}
@@ -301,3 +303,6 @@ def exercises() -> dict:
             "ex2-rate": fmt(q(50, "request/s")), "ex2-series": fmt(rid), "ex2-memory": auto_bytes(rid * 2147.0),
             "ex3-step": fmt(q(20, "ms")), "ex3-a": fmt(3), "ex3-b": fmt(1),
             "ex3-a-share": pct(3 / 4), "ex3-b-share": pct(1 / 4), "ex3-a-gpu": fmt(q(20 * 8 * 3 / 4, "ms"))}
+
+
+SPEC = Spec("observability-budget", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)

@@ -1,6 +1,6 @@
 """occupancy: registers per thread to resident warps, and why halving occupancy can double speed.
 
-The occupancy calculation (utils.occupancy.occupancy, the CUDA Occupancy Calculator's rule) turns a
+The occupancy calculation (utils.gpu.occupancy.occupancy, the CUDA Occupancy Calculator's rule) turns a
 kernel's registers per thread and threads per block into the warps one SM holds. Speed does not follow
 occupancy: a memory-bound kernel moves bytes at the rate Little's law allows, bytes in flight over
 latency, and the bytes in flight per SM are warps x 32 lanes x independent loads per thread x bytes per
@@ -14,13 +14,12 @@ import numpy as np
 
 from utils import catalog
 from utils.chain import Chain, as_float
-from utils.chains import Result
-from utils.occupancy import WARP, occupancy, sm_limits
-from utils.params import Param, ParameterError
+from utils.gpu.occupancy import WARP, occupancy, sm_limits
+from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, pct, q
 from utils.verdicts import READING, WRONG, Claim, within
 
-CALC = "the CUDA Occupancy Calculator's rule, applied by utils.occupancy.occupancy to sm_limits.toml"
+CALC = "the CUDA Occupancy Calculator's rule, applied by utils.gpu.occupancy.occupancy to sm_limits.toml"
 LATENCY_SOURCE = ("this book's assumption: a loaded HBM round trip of several hundred nanoseconds on "
                   "Hopper; set it for another GPU or load")
 
@@ -217,7 +216,7 @@ QUERY_KERNELS = {"max_occupancy": "the one-element copy (occupancy-ilp, occupanc
 
 
 def calculator_on_record(record: dict | None, gpu: str) -> dict:
-    """{kernel: blocks per SM by the calculator (utils.occupancy) on the registers, threads and shared
+    """{kernel: blocks per SM by the calculator (utils.gpu.occupancy) on the registers, threads and shared
     memory an occupancy-query record reports for that kernel, on `gpu`'s sm_limits}; a kernel whose
     query the record skipped is absent (no record: empty). The prediction the query is compared with."""
     if record is None:
@@ -228,3 +227,6 @@ def calculator_on_record(record: dict | None, gpu: str) -> dict:
             out[k] = occupancy(int(met[f"threads_{k}"]["value"]), int(met[f"regs_{k}"]["value"]),
                                int(met[f"shared_{k}"]["value"]), lim).blocks
     return out
+
+
+SPEC = Spec("occupancy", PARAMETERS, RESULTS, compute, validate=validate)

@@ -2,7 +2,7 @@
 and what that costs on NVLink and on the fabric against the step's compute.
 
 TP: four all-reduces of the activation A = 2sbh per layer per micro-batch (Megatron's f and g; counted by
-utils.tp_sim), 2(t-1)/t of A each; PP: A forward and its gradient back at a boundary, 2A/t per GPU; DP: a
+utils.training.tp_sim), 2(t-1)/t of A each; PP: A forward and its gradient back at a boundary, 2A/t per GPU; DP: a
 ring all-reduce of the GPU's gradient shard, plus NCCL's latency per bucket call. Divided by the compute,
 TP's share is 2(t-1)Ru/(9hB): width against the chip's compute-to-bandwidth ratio. The model is one
 parameter (a dense catalog model or a config.json).
@@ -16,18 +16,17 @@ import numpy as np
 
 from utils import catalog
 from utils.chain import Chain, as_float
-from utils.chains import Result
-from utils.collectives import allreduce_bytes, pipeline_bytes, tensor_parallel_bytes
 from utils.models import is_moe, param_count
-from utils.params import Param, ParameterError
+from utils.params import Param, ParameterError, Result, Spec
 from utils.training import flops_per_parameter_token
+from utils.training.collectives import allreduce_bytes, pipeline_bytes, tensor_parallel_bytes
 from utils.units import duration, fmt, num, pct, q, short
 from utils.verdicts import READING, WRONG, Claim
 
 LLAMA_RUN = "llama-3-405b-pretraining"
 MFU_SRC = "assumption: Llama 3 405B reported 38% to 43% BF16 MFU on H100 (arXiv:2407.21783, Table 4)"
 MEGATRON_SRC = ("Shoeybi et al., Megatron-LM, arXiv:1909.08053, sec. 3 (f and g operators: two all-reduces "
-                "forward, two backward per layer); counted by the simulation (utils.tp_sim)")
+                "forward, two backward per layer); counted by the simulation (utils.training.tp_sim)")
 PORT_SRC = "one fabric port per GPU (rail-optimised HGX node)"
 NCCL_LAT_SRC = ("NCCL's cost model, src/graph/tuning.cc: hwLat Ring/Simple = 3.4 µs per NVLink step, 14 µs per "
                 "network step; 2(nRanks-1) steps, 2 nNodes of them at network latency (NVIDIA/nccl, commit "
@@ -37,7 +36,7 @@ MEGATRON_BUCKET_SRC = ("Megatron-LM megatron/core/distributed/distributed_data_p
                        "the run buckets its gradients as Megatron-LM does)")
 DDP_SRC = ("PyTorch torch/nn/parallel/distributed.py: bucket_cap_mb defaults to 25 ('bucket cap is 25 MiB'), "
            "read 2026-11-29")
-TP_ALLREDUCES = 4     # all-reduces of the full activation per layer per micro-batch (Megatron; utils.tp_sim)
+TP_ALLREDUCES = 4     # all-reduces of the full activation per layer per micro-batch (Megatron; utils.training.tp_sim)
 TP_TARGET = 0.10      # the share of the step at which tensor parallelism's traffic would be tolerable
 GPUS_PER_NODE = 8     # HGX H100 board: eight GPUs and eight fabric ports per node (assumption)
 STEP_LATENCY_NVLINK_US, STEP_LATENCY_NET_US = 3.4, 14.0
@@ -246,7 +245,7 @@ def validate(p):
 
 
 def axis_bytes(ch: Chain) -> dict:
-    """The three axes' bytes per GPU per step by utils.collectives, a second route to the chain's rows."""
+    """The three axes' bytes per GPU per step by utils.training.collectives, a second route to the chain's rows."""
     t, d = int(as_float(ch["t"])), int(as_float(ch["d"]))
     per_step = as_float(ch["L_s"]) * as_float(ch["m"])
     pp = pipeline_bytes(ch["A"] / t) * as_float(ch["m"]) if as_float(ch["p"]) > 1 else q(0, "GB")
@@ -470,3 +469,6 @@ def exercises() -> dict:
             "e2-x": num(as_float(e2["V_TP"] / cl["V_TP"], "")), "e2-bw": fmt(q(e2_bw, "GB/s")), "e2-f2": pct(e2_f2),
             "e2-f": pct(e2["f_TP_f"]), "e2-nv": pct(e2["f_TP_nv"]), "e2-bstar": fmt(e2["B_star"]),
             "e3-t": str(ci["tp"]), "e3-h": fmt(h_e3, style="plain"), "e3-x": num(h_e3 / as_float(cl["h"]))}
+
+
+SPEC = Spec("parallelism-placement", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)

@@ -1,18 +1,18 @@
 """peak-vs-average: a diurnal peak several times the mean, the static fleet it sets, the utilisation and
 idle money that follow, and what a scheduled autoscaler recovers given the time a replica takes to start.
 
-The day's curve, the fleets and the window arithmetic live in utils.autoscale; this module holds the
+The day's curve, the fleets and the window arithmetic live in utils.serving.autoscale; this module holds the
 chapter's chain, its claim, and the data its tables and figures draw.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from utils import autoscale, catalog, models, roofline
-from utils.autoscale import DT_S, breakdown, fleet, gpu_hours, load_curve, steepest_rise
+from utils import catalog, models, roofline
 from utils.chain import Chain, as_float
-from utils.chains import Result
-from utils.params import Param, ParameterError
+from utils.params import Param, ParameterError, Result, Spec
+from utils.serving import autoscale
+from utils.serving.autoscale import DT_S, breakdown, fleet, gpu_hours, load_curve, steepest_rise
 from utils.units import fmt, pct, q
 from utils.verdicts import READING, WRONG, Claim
 
@@ -334,3 +334,6 @@ def exercises() -> dict:
                 "ex3-hours": fmt(q((ex3.R_a == lo).mean() * 24, "hour"), digits=2), "ex3-saved": fmt(ex3["H_sv"]),
                 "ex3-share": pct(ex3["r"])})
     return out
+
+
+SPEC = Spec("peak-vs-average", PARAMETERS, RESULTS, compute, validate=validate)

@@ -1,7 +1,7 @@
 """playground-abuse: a free chat playground at scale. What its transport costs per connection (SSE against
 WebSocket), where session state lives so that a refresh loses nothing while no GPU holds it, the quotas
-per user and per fleet (utils.token_bucket), and the abuse controls, each priced by what it saves on a
-day of free-tier traffic (GPU-hours at a catalog rental rate, through utils.money).
+per user and per fleet (utils.components.token_bucket), and the abuse controls, each priced by what it saves on a
+day of free-tier traffic (GPU-hours at a catalog rental rate, through utils.fleet.money).
 
 The transport's difference is what stays open: a WebSocket is held for the whole session, idle or not,
 while an SSE response is open only while an answer streams (the next prompt is an ordinary POST). Session
@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from utils import catalog
 from utils.chain import Chain
-from utils.chains import Result
+from utils.components.token_bucket import FakeClock, TokenBucket, drive, max_admitted
+from utils.fleet.money import cost_per_gpu_hour
 from utils.models import kv_bytes_per_token
-from utils.money import cost_per_gpu_hour
-from utils.params import Param, ParameterError
-from utils.token_bucket import FakeClock, TokenBucket, drive, max_admitted
+from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, q
 from utils.verdicts import READING, WRONG, Claim
 
@@ -99,7 +98,7 @@ def validate(p):
 
 
 def gpu_price(rent: float, utilization: float) -> float:
-    """USD per GPU-hour that decodes: the rental rate over the share of hours busy (utils.money)."""
+    """USD per GPU-hour that decodes: the rental rate over the share of hours busy (utils.fleet.money)."""
     return cost_per_gpu_hour(rent, 1.0, utilization)
 
 
@@ -123,7 +122,7 @@ def abuse_chain(p, *, source="parameters cell") -> Chain:
              source=f"{p.model.name}, counted from its configuration")
     ch.step("s_kv", "T_h*k_kv", "GiB", "the same session held as KV on a GPU")
     ch.step("S_all", "C*s_kv", "TiB", "every open tab's session held as KV")
-    # quotas (utils.token_bucket.max_admitted over a day)
+    # quotas (utils.components.token_bucket.max_admitted over a day)
     ch.given("c_u", q(p.user_burst, "request"), "a user's burst", **a)
     ch.given("r_u", q(p.user_per_hour, "request/hour"), "a user's sustained rate", **a)
     ch.given("T_d", q(24, "hour"), "a day", kind="spec", source="the calendar")
@@ -146,7 +145,7 @@ def abuse_chain(p, *, source="parameters cell") -> Chain:
     ch.given("L_c", q(p.output_cap, "token/request"), "output cap", **a)
     ch.step("H_1", "H_ok + A_3*L_c/x", "GPU*hour", "free-tier GPU-hours, all controls")
     ch.given("c_g", q(gpu_price(p.rent_usd_per_gpu_hour, p.utilization), "USD/GPU/hour"),
-             "USD per decoding GPU-hour (rent / utilisation)", kind="derived", source="utils.money.cost_per_gpu_hour")
+             "USD per decoding GPU-hour (rent / utilisation)", kind="derived", source="utils.fleet.money.cost_per_gpu_hour")
     ch.step("V_su", "(A_0 - A_1)*L_a/x*c_g", "USD", "saved by signup friction")
     ch.step("V_ip", "(A_1 - A_2)*L_a/x*c_g", "USD", "saved by per-IP and device limits")
     ch.step("V_ca", "(A_2 - A_3)*L_a/x*c_g", "USD", "saved by the CAPTCHA")
@@ -244,3 +243,6 @@ def exercises(p) -> dict:
             "ex2-tabs": fmt(p.open_sessions, style="plain"), "ex2-ws": fmt(compute(p)["M_ws"]),
             "ex3-tokens": f"{p.history_tokens:,}", "ex3-kv": fmt((kv * q(p.history_tokens, "token")).to("GiB")),
             "ex3-txt": fmt(compute(p)["s_txt"])}
+
+
+SPEC = Spec("playground-abuse", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)

@@ -1,7 +1,7 @@
 """preemptive-job-queue: a heap orders the queue; which running jobs may be evicted, how many, and
 what happens to them.
 
-Three seeded runs of utils.preemptive_queue on one workload differ only in the victim rule: the
+Three seeded runs of utils.components.preemptive_queue on one workload differ only in the victim rule: the
 checkpoint-aware cover (least GPU-hours since the victims' last checkpoints), newest-first and
 largest-first. A second, small workload (a stream of higher-priority jobs that the cluster cannot keep
 up with, and one low-priority job) shows starvation without aging and its end with it. A checkpoint-
@@ -15,9 +15,7 @@ from functools import lru_cache
 import numpy as np
 
 from utils.chain import Chain
-from utils.chains import Result
-from utils.params import Param, ParameterError
-from utils.preemptive_queue import (
+from utils.components.preemptive_queue import (
     Job,
     brute_force_cover,
     random_cluster,
@@ -26,6 +24,7 @@ from utils.preemptive_queue import (
     starvation_workload,
     workload,
 )
+from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, q
 from utils.verdicts import HOLDS, WRONG, Claim
 
@@ -64,7 +63,7 @@ RESULTS = (
     Result("low_turnaround_aged", "hour", "Low-priority job, submit to finish, with aging", of="W_r"),
 )
 
-SIMULATION = "seeded event-driven runs of a GPU cluster's preemptive queue (utils.preemptive_queue)"
+SIMULATION = "seeded event-driven runs of a GPU cluster's preemptive queue (utils.components.preemptive_queue)"
 
 RULE_NAMES = {"checkpoint": "checkpoint-aware", "newest": "newest first", "largest": "largest first"}
 
@@ -94,10 +93,10 @@ def starvation(n_gpus, load, hours, aging, seed, tau=1.0) -> dict:
 
 
 def chain_of(rs: dict, st: dict, n_gpus, tau, aging, *, source="parameters cell") -> Chain:
-    ch = Chain("Victims and aging, from seeded runs of utils.preemptive_queue")
+    ch = Chain("Victims and aging, from seeded runs of utils.components.preemptive_queue")
     ch.given("G", q(n_gpus, "GPU"), "GPUs in the cluster", kind="assumption", source=source)
     ch.given("tau", q(tau, "hour"), "checkpoint interval", kind="assumption", source=source)
-    sim = "simulated: utils.preemptive_queue.simulate"
+    sim = "simulated: utils.components.preemptive_queue.simulate"
     for sym, rule in (("L_ckpt", "checkpoint"), ("L_new", "newest"), ("L_big", "largest")):
         ch.given(sym, q(rs[rule].lost_gpu_hours, "GPU*hour"), f"GPU-hours lost, {RULE_NAMES[rule]}",
                  kind="derived", source=sim)
@@ -214,7 +213,7 @@ def rule_rows(rs: dict) -> list[list[str]]:
 
 
 def case_rows(ck: dict) -> list[list[str]]:
-    """The cases tests/test_preemptive_queue.py covers, run live."""
+    """The cases tests/components/test_preemptive_queue.py covers, run live."""
     cv, st, C = ck["cover"], ck["starve"], CLAIM
     return [
         ["exact cover against every subset", f"{cv['cases']:,} seeded cluster states",
@@ -267,3 +266,5 @@ def exercises(p) -> dict:
             "ex3-base": fmt(q(base["checkpoint"].lost_gpu_hours, "GPU*hour")),
             "ex3-base-pre": f"{base['checkpoint'].preemptions:,}"}
 
+
+SPEC = Spec("preemptive-job-queue", PARAMETERS, RESULTS, compute, validate=validate)

@@ -14,8 +14,8 @@ import numpy as np
 
 from utils import catalog, models, roofline, serving
 from utils.chain import Chain, as_float
-from utils.chains import Result
-from utils.params import Param, ParameterError
+from utils.params import Param, ParameterError, Result
+from utils.params import Spec as ChapterSpec
 from utils.units import fmt, pct, q, short
 from utils.verdicts import READING, WRONG, Claim
 
@@ -520,3 +520,6 @@ def exercises() -> dict:
             "ex1-td": fmt(ex1["t_d"]), "ex1-bd": bound(ex1, "t_dF", "t_dM"), "ex1-knee": tok(ex1["n_k"]),
             "ex2-tokens": tok(as_float(cc["rho"], "")), "ex3-seqs": str(seqs), "ex3-chunk": tok(chunk),
             "ex3-total": tok(chunk + seqs)}
+
+
+SPEC = ChapterSpec("prefill-vs-decode", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)

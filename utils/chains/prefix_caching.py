@@ -4,7 +4,7 @@ prefix tree that lets multi-turn and branching traffic share it.
 One prefill of P tokens costs 2 N P FLOPs plus causal attention, 2 L d_attn P^2; without a cache each of
 R requests an hour pays it, with one the first does. The cache holds kappa P bytes of KV. The caches
 themselves (a radix tree, vLLM's chained block hashes, a flat whole-prompt table) run over a seeded
-multi-turn trace in utils.prefix_cache.
+multi-turn trace in utils.serving.prefix_cache.
 """
 from __future__ import annotations
 
@@ -14,9 +14,8 @@ import numpy as np
 
 from utils import catalog, models, serving
 from utils.chain import Chain, as_float
-from utils.chains import Result
-from utils.params import Param, ParameterError
-from utils.prefix_cache import BlockHashCache, ExactPromptCache, RadixCache, block_hashes, multi_turn_trace, simulate
+from utils.params import Param, ParameterError, Result, Spec
+from utils.serving.prefix_cache import BlockHashCache, ExactPromptCache, RadixCache, block_hashes, multi_turn_trace, simulate
 from utils.units import fmt, pct, q
 from utils.verdicts import READING, Claim
 
@@ -28,7 +27,7 @@ TRACE = dict(n_conversations=48, turns=8, user_tokens=(50, 250), reply_tokens=(1
              regenerate_fraction=0.1, edit_fraction=0.1, concurrency=16, seed=0)   # this book's assumptions
 NODE_GPUS = 8       # one HGX node (this book's assumption for scale)
 
-SIMULATION = "three prefix caches over a seeded multi-turn trace (utils.prefix_cache)"
+SIMULATION = "three prefix caches over a seeded multi-turn trace (utils.serving.prefix_cache)"
 
 PARAMETERS = (
     Param("prefix_tokens", 2000, "the shared prefix (system prompt)", unit="token", check="whole",
@@ -135,7 +134,7 @@ def compute(p) -> Chain:
     ch.trace = trace(p.prefix_tokens)
     ch.sim = caches_on_trace(p, ch.trace)
     ch.given("h_tr", ch.sim["radix tree"]["hit_rate"], "radix-tree hit rate on the synthetic trace", kind="derived",
-             source="utils.prefix_cache.simulate, a simulation")
+             source="utils.serving.prefix_cache.simulate, a simulation")
     return ch
 
 
@@ -291,8 +290,8 @@ SUFFIX, REPLY = 64, 128     # the claim's simulation: a distinct user message an
 
 
 def checks() -> dict:
-    from utils import chains
-    p = chains.check("prefix-caching", **CLAIM)
+
+    p = SPEC.check(**CLAIM)
     cc = chain_of(p, source="the claim (model, GPU and MFU: this page's reading)")
     P_c, R_c, B_c = CLAIM["prefix_tokens"], int(CLAIM["requests_per_hour"]), CLAIM["block_tokens"]
     prefix = _seq(10**7, P_c)
@@ -399,3 +398,6 @@ def exercises(ck: dict) -> dict:
             "ex2-no-cache": fmt(q(nc, "token")), "ex2-cache": fmt(q(c, "token")), "ex2-ratio": fmt(nc / c, digits=2),
             "ex3-b": fmt(q(B_ex, "token")), "ex3-later": fmt(later), "ex3-pred": fmt(q(pred, "token")),
             "ex3-pred-gap": pct(pred / unbounded["prompt_tokens"]), "ex3-sim-gap": pct(gap)}
+
+
+SPEC = Spec("prefix-caching", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)

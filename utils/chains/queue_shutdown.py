@@ -1,7 +1,7 @@
 """queue-shutdown: a producer-consumer queue, one sentinel per consumer, the exception path that must
 still signal, and a bound small enough to apply backpressure; no item lost, no thread left hanging.
 
-The pool is utils.work_queue, run here for real with threads: the correct pool on the reader's items,
+The pool is utils.components.work_queue, run here for real with threads: the correct pool on the reader's items,
 and (in the check) the two bugs, each detected with a join timeout and then released. The arithmetic is
 the bound's: when the producer outruns the consumers, an unbounded queue grows by the surplus times the
 item size every second until memory runs out, and a bound holds (maxsize + workers) items at most; it
@@ -12,11 +12,10 @@ from __future__ import annotations
 from functools import lru_cache
 
 from utils.chain import Chain
-from utils.chains import Result
-from utils.params import Param, ParameterError
+from utils.components.work_queue import held_items, run_pool
+from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, q
 from utils.verdicts import HOLDS, WRONG, Claim
-from utils.work_queue import held_items, run_pool
 
 PARAMETERS = (
     Param("n_items", 200, "items the producer puts", check="whole", source="this book's choice"),
@@ -73,7 +72,7 @@ def shutdown_chain(n_items, workers, maxsize, fail_every, item_mb, producer_rate
     rep = run_pool(range(int(n_items)), handler(int(fail_every)), workers=int(workers), maxsize=int(maxsize))
     held = held_items(int(maxsize), int(workers), int(n_items))
     ch = Chain("The pool, run for real, and the bound's arithmetic")
-    run = "measured: utils.work_queue.run_pool (threads)"
+    run = "measured: utils.components.work_queue.run_pool (threads)"
     ch.given("n", n_items, "items put", kind="assumption", source=source)
     ch.given("n_ok", len(rep.processed), "items processed", kind="measured", source=run)
     ch.given("n_fail", len(rep.failed), "items whose failure was recorded", kind="measured", source=run)
@@ -82,7 +81,7 @@ def shutdown_chain(n_items, workers, maxsize, fail_every, item_mb, producer_rate
     ch.given("N_w", workers, "consumers", kind="assumption", source=source)
     ch.given("M", maxsize, "bound, items", kind="assumption", source=source)
     ch.given("H", held["held"], "items out when the producer blocks", kind="measured",
-             source="measured: utils.work_queue.held_items (threads)")
+             source="measured: utils.components.work_queue.held_items (threads)")
     ch.given("S", q(item_mb, "MB"), "bytes per item", kind="assumption", source=source)
     ch.step("m_M", "(M + N_w)*S", "GB", "most the bounded queue holds (queue plus one in flight each)")
     ch.given("P", q(producer_rate, "1/s"), "producer rate", kind="assumption", source=source)
@@ -207,3 +206,6 @@ def exercises(p) -> dict:
             "ex2-w": f"{w:,}", "ex2-hung": f"{w - 1:,}",
             "ex3-rate": fmt(q(p.producer_rate, "1/s")), "ex3-c": fmt(q(p.worker_rate, "1/s")),
             "ex3-w": f"{int(-(-p.producer_rate // p.worker_rate)):,}"}
+
+
+SPEC = Spec("queue-shutdown", PARAMETERS, RESULTS, compute, validate=validate)

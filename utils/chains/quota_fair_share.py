@@ -1,5 +1,5 @@
 """quota-fair-share: guaranteed quotas, borrowing, a decayed fair share and cheap preemption
-(utils.fair_share), and the pooling arithmetic that says what static quotas cost.
+(utils.fleet.fair_share), and the pooling arithmetic that says what static quotas cost.
 
 Pooling: n teams, each busy (at its peak of g GPUs) a share p of the time, independently. Static
 partitions of g GPUs each idle 1 - p of the fleet whatever n is. A pooled fleet of k g GPUs, with k the
@@ -12,9 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from utils.chain import Chain
-from utils.chains import Result
-from utils.fair_share import Cluster, Job, fair_share_factor, pooled_idle, pooled_size, simulate_pool
-from utils.params import Param, ParameterError
+from utils.fleet.fair_share import Cluster, Job, fair_share_factor, pooled_idle, pooled_size, simulate_pool
+from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, pct, q
 from utils.verdicts import UNCHECKABLE, WRONG, Claim
 
@@ -92,15 +91,15 @@ def pooling(n, g, p, eps, burst, hours, seed, *, source="parameters cell") -> di
     ch.step("I_s", "1 - p", "", "idle share of static quotas")
     ch.given("epsilon", eps, "share of the time the pool may be short", kind="assumption", source=source)
     ch.given("k", q(k, ""), "busy teams the pool serves (binomial quantile at 1 - epsilon)", kind="derived",
-             source="utils.fair_share.pooled_size")
+             source="utils.fleet.fair_share.pooled_size")
     ch.step("C_p", "k*g", "GPU", "pooled fleet")
     ch.given("I_p", pooled_idle(n, p, k), "idle share of the pool, 1 - E[min(B, k)]/k", kind="derived",
-             source="utils.fair_share.pooled_idle")
+             source="utils.fleet.fair_share.pooled_idle")
     ch.step("saved", "1 - C_p/C_s", "", "share of the static fleet pooling saves")
     ch.given("I_s_sim", sim["static_idle"], "idle share of static quotas, simulated", kind="derived",
-             source="utils.fair_share.simulate_pool")
+             source="utils.fleet.fair_share.simulate_pool")
     ch.given("I_p_sim", sim["pooled_idle"], "idle share of the pool, simulated", kind="derived",
-             source="utils.fair_share.simulate_pool")
+             source="utils.fleet.fair_share.simulate_pool")
     return dict(chain=ch, sim=sim, k=k)
 
 
@@ -119,9 +118,9 @@ def run(p) -> dict:
              source="the hoarding example")
     total = sum(h["usage"].values())
     ch.given("U_H", h["usage"]["hoarder"] / total, "hoarder's share of decayed usage", kind="derived",
-             source="utils.fair_share.Cluster")
+             source="utils.fleet.fair_share.Cluster")
     ch.given("U_N", h["usage"]["fair"] / total, "fair team's share of decayed usage", kind="derived",
-             source="utils.fair_share.Cluster")
+             source="utils.fleet.fair_share.Cluster")
     ch.step("F_H", "2**(-U_H/S)", "", "hoarder's fair-share factor")
     ch.step("F_N", "2**(-U_N/S)", "", "fair team's fair-share factor")
     return {**r, "hoarding": h}
@@ -202,3 +201,6 @@ def fair_share_table() -> list[list[str]]:
     for u, s in ((0.0, 0.25), (0.125, 0.25), (0.25, 0.25), (0.5, 0.25), (0.75, 0.25)):
         rows.append([pct(u), pct(s), fmt(u / s), fmt(fair_share_factor(u, s))])
     return rows
+
+
+SPEC = Spec("quota-fair-share", PARAMETERS, RESULTS, compute, validate=validate)

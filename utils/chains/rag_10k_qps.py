@@ -13,8 +13,7 @@ import numpy as np
 
 from utils import catalog, models, serving
 from utils.chain import Chain, as_float
-from utils.chains import Result
-from utils.params import Param, ParameterError
+from utils.params import Param, ParameterError, Result, Spec
 from utils.roofline import Chip, time_floor
 from utils.units import fmt, pct, q, short
 from utils.verdicts import READING, Claim, within
@@ -331,16 +330,16 @@ def compute(p) -> Fleet:
 
 def inputs(**changes):
     """The claim's reading with changes, checked."""
-    from utils import chains
-    return chains.check("rag-10k-qps", **{**CLAIM, **changes})
+
+    return SPEC.check(**{**CLAIM, **changes})
 
 
 def variant(p, **changes):
     """The reader's parameters with changes: a Fleet, or the one-line reason it cannot be built."""
-    from utils import chains
+
     raw = {name: (v.key if hasattr(v, "key") else v) for name, v in p.items()}
     try:
-        return rag(chains.check("rag-10k-qps", **{**raw, **changes}), source="variant")
+        return rag(SPEC.check(**{**raw, **changes}), source="variant")
     except ParameterError as err:
         return str(err)
 
@@ -612,3 +611,6 @@ def exercises(ck: dict) -> dict:
             "ex3-rr-flops": fmt(q(rr_fl, "TFLOP")), "ex3-llm-flops": fmt(q(llm_fl, "TFLOP")), "ex3-ratio": pct(rr_fl / llm_fl),
             "ex3-size-ratio": fmt(as_float(cc["N_a"] / ce["N_e"], ""), digits=2),
             "ex3-gpu-ratio": pct(as_float(ce["G_rr0"], "GPU") / (as_float(cc["N_0"], "node") * CLAIM["gpus_per_node"]))}
+
+
+SPEC = Spec("rag-10k-qps", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)

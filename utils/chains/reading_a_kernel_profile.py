@@ -1,20 +1,19 @@
 """reading-a-kernel-profile: the Speed Of Light rule, and the sector arithmetic behind a report whose DRAM
 throughput is low while its L1 pipe is busy.
 
-A warp walking down a column of a row-major fp32 matrix touches one sector per lane (utils.coalescing);
+A warp walking down a column of a row-major fp32 matrix touches one sector per lane (utils.gpu.coalescing);
 if L1 keeps those sectors while the thread's loop reads their other elements, DRAM moves each sector
 once but the L1 pipe handles it once per element. The pipe's cycles per request against DRAM's cycles
-per request give both percentages (utils.kernel_profile.predict); the fix (coalesce through shared
+per request give both percentages (utils.gpu.kernel_profile.predict); the fix (coalesce through shared
 memory) moves the limit back to DRAM.
 """
 from __future__ import annotations
 
 from utils import catalog
 from utils.chain import Chain, as_float
-from utils.chains import Result
 from utils.chains.bank_conflicts import CLOCK_SOURCE, GUIDE
-from utils.coalescing import LINE, SECTOR, WARP, analyse, column_walk, row_walk, strided
-from utils.kernel_profile import (
+from utils.gpu.coalescing import LINE, SECTOR, WARP, analyse, column_walk, row_walk, strided
+from utils.gpu.kernel_profile import (
     BALANCED,
     HIGH,
     LATENCY,
@@ -25,7 +24,7 @@ from utils.kernel_profile import (
     reading_order,
     reuse_for_ratio,
 )
-from utils.params import Param, ParameterError
+from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, pct, q
 from utils.verdicts import READING, UNCHECKABLE, WRONG, Claim, within
 
@@ -87,8 +86,8 @@ def walk_chain(gpu, e, clock_ghz, l1_bytes, wavefront, busy, *, source="paramete
     ch.given("e", q(e, "B"), "bytes per element", kind="assumption", source=source)
     ch.step("D_c", "W/(n_SM*f)", "B", "DRAM bytes per SM per clock")
     ch.step("R", "B_L1/D_c", "", "how much faster L1 moves bytes than DRAM, per SM")
-    ch.given("S", walk.n_sectors, "sectors per request (utils.coalescing.analyse)", kind="assumption",
-             source="utils.coalescing, column walk")
+    ch.given("S", walk.n_sectors, "sectors per request (utils.gpu.coalescing.analyse)", kind="assumption",
+             source="utils.gpu.coalescing, column walk")
     ch.given("c_L1", r.l1_cycles(walk), f"L1 cycles per request ({wavefront})", kind="assumption",
              source=WAVEFRONT_SOURCE)
     ch.step("r", "S*b/(L*e)", "", "reuse: each sector served to every element it holds")
@@ -110,7 +109,7 @@ def compute(p) -> Chain:
 
 
 def model_agrees(p, ch) -> bool:
-    """The chain's percentages against utils.kernel_profile.predict on the same accesses."""
+    """The chain's percentages against utils.gpu.kernel_profile.predict on the same accesses."""
     e = p.bytes_per_element
     r = rates(p.gpu, p.sm_clock_ghz, p.l1_bytes_per_clock, p.wavefront)
     walk = analyse(column_walk(ROW, e), e)
@@ -307,3 +306,6 @@ def exercises() -> dict:
         "ex3-dram": pct(as_float(fp64["P_D"], "")), "ex3-l1": pct(as_float(fp64["P_L1"], "")),
         "ex3-reuse": fmt(fp64["r"]), "ex3-limit": "DRAM" if as_float(fp64["P_D"], "") >= as_float(fp64["P_L1"], "") else "L1",
     }
+
+
+SPEC = Spec("reading-a-kernel-profile", PARAMETERS, RESULTS, compute, validate=validate)

@@ -15,8 +15,7 @@ import numpy as np
 
 from utils import catalog, models, roofline, serving
 from utils.chain import Chain, as_float
-from utils.chains import Result
-from utils.params import Param, ParameterError
+from utils.params import Param, ParameterError, Result, Spec
 from utils.serving import per_user_text as per_user
 from utils.serving import users_text as ucount
 from utils.units import fmt, pct, q
@@ -520,3 +519,6 @@ def exercises() -> dict:
         "ex3-gain-m": fmt(as_float(ex3["U_m"] / ex3b["U_m"], "")) + " x",
         "ex3-gain-t": fmt(as_float(ex3["U_t"] / ex3b["U_t"], "")) + " x",
         "ex3-prefill-share": pct(as_float(ex3["U_t"] * ex3["u_p"], ""), digits=2)})
+
+
+SPEC = Spec("replica-sizing", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)

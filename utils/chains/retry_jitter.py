@@ -2,7 +2,7 @@
 backoff policy, the two budgets that bound the retries, and what may be retried at all.
 
 The herd: n clients send one request each at t = 0 to a server that is down until the outage ends;
-each failure is retried under the policy, up to max_attempts attempts. utils.retry simulates it with a
+each failure is retried under the policy, up to max_attempts attempts. utils.components.retry simulates it with a
 seed (a CPU simulation, not a GPU measurement) and bins the retries' arrivals in time; the peak is the
 fullest bin over its width. Plain exponential backoff sends every client's k-th retry at the same
 instant, so each wave lands in one bin: n per bin. Full jitter spreads retry k over its window w_k,
@@ -13,13 +13,12 @@ from __future__ import annotations
 import numpy as np
 
 from utils.chain import Chain, as_float
-from utils.chains import Result
-from utils.params import Param, ParameterError
-from utils.retry import POLICIES, classify, full_jitter_expected, histogram, simulate, window
+from utils.components.retry import POLICIES, classify, full_jitter_expected, histogram, simulate, window
+from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, num, q
 from utils.verdicts import READING, WRONG, Claim
 
-SIMULATION = "a seeded herd of clients retrying against a server that is down (utils.retry.simulate), binned in time"
+SIMULATION = "a seeded herd of clients retrying against a server that is down (utils.components.retry.simulate), binned in time"
 
 BLOG_DATE = "2015-03-04"
 BROOKER = (f"M. Brooker, 'Exponential Backoff And Jitter', AWS Architecture Blog, {BLOG_DATE}, "
@@ -114,7 +113,7 @@ def herd_chain(n_clients, base, cap, max_attempts, outage, bin_s, seed, ratio_ca
                *, source="parameters cell") -> dict:
     pop = population(n_clients, base, cap, max_attempts, outage, bin_s, seed, ratio_cap, client_tokens,
                      client_refill)
-    sim = "utils.retry.simulate, seeded (a CPU simulation)"
+    sim = "utils.components.retry.simulate, seeded (a CPU simulation)"
     ch = Chain("A thousand clients failing together: peak retry arrivals and the budgets")
     ch.given("N", q(n_clients, "request"), "clients that fail together", kind="assumption", source=source)
     ch.given("w_0", q(base, "s"), "the first retry's window (base)", kind="assumption", source=source)
@@ -125,7 +124,7 @@ def herd_chain(n_clients, base, cap, max_attempts, outage, bin_s, seed, ratio_ca
     ch.step("E_1", "N/w_0", "request/s", "full jitter's first wave: N spread evenly over w_0")
     ch.given("M_E", q(float(pop["expected_full"].max()), "request"),
              "fullest bin of full jitter's expected arrivals (all waves)", kind="assumption",
-             source="utils.retry.full_jitter_expected (convolution, no sampling)")
+             source="utils.components.retry.full_jitter_expected (convolution, no sampling)")
     ch.step("E_full", "M_E/b", "request/s", "full jitter's expected peak, the waves overlapping")
     ch.given("M_full", q(pop["full_jitter"]["peak"], "request"), "fullest bin, full jitter (simulated)",
              kind="assumption", source=sim)
@@ -292,8 +291,8 @@ CASE_DRAWS = 100000
 
 
 def case_rows() -> list[list[str]]:
-    """The policy cases tests/test_retry.py holds, run live on a seeded generator."""
-    from utils.retry import decorrelated_jitter, equal_jitter, exponential, full_jitter
+    """The policy cases tests/components/test_retry.py holds, run live on a seeded generator."""
+    from utils.components.retry import decorrelated_jitter, equal_jitter, exponential, full_jitter
     rng, n, k = np.random.default_rng(0), CASE_DRAWS, 3
     w = float(window(k, 1.0, 30.0))
     fj, ej = full_jitter(k, rng, 1.0, 30.0, n), equal_jitter(k, rng, 1.0, 30.0, n)
@@ -306,3 +305,6 @@ def case_rows() -> list[list[str]]:
             [f"equal jitter, k = {k}", f"uniform on [{num(w / 2)}, {num(w)}], mean {num(3 * w / 4)}", rng_(ej)],
             ["decorrelated, previous sleep 2 s", "uniform on [1, 6], mean 3.5", rng_(dj)],
             ["decorrelated, previous sleep 100 s", "capped at 30 s", f"largest {num(big.max())} s"]]
+
+
+SPEC = Spec("retry-jitter", PARAMETERS, RESULTS, compute, validate=validate)

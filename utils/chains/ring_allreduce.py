@@ -2,7 +2,7 @@
 every GPU; the time that takes (a bandwidth term and a latency term per bucket) against the backward pass
 it hides behind.
 
-Bytes come from utils.collectives (the ring factor, nccl-tests' bus bandwidth, the simulated ring); the
+Bytes come from utils.training.collectives (the ring factor, nccl-tests' bus bandwidth, the simulated ring); the
 model is one parameter, its parameter count from its configuration.
 """
 from __future__ import annotations
@@ -13,11 +13,10 @@ import numpy as np
 
 from utils import catalog
 from utils.chain import Chain, as_float
-from utils.chains import Result
-from utils.collectives import bus_bandwidth, ring_allreduce_factor, ring_schedule, simulate_ring
 from utils.models import param_count
-from utils.params import Param, ParameterError
+from utils.params import Param, ParameterError, Result, Spec
 from utils.training import flops_per_parameter_token
+from utils.training.collectives import bus_bandwidth, ring_allreduce_factor, ring_schedule, simulate_ring
 from utils.units import duration, fmt, num, pct, q, short
 from utils.verdicts import READING, WRONG, Claim
 
@@ -346,3 +345,6 @@ def exercises() -> dict:
             "e2-ratio": num(as_float(fp32["V"] / model_size(CLAIM["model"]), ""), 3), "e2-tbw": fmt(fp32["t_bw"]),
             "e3-default": fmt(c["T_w"]), "e3-default-tar": fmt(c["T_ar"]), "e3-megatron": fmt(meg["T_w"]),
             "e3-megatron-tar": fmt(meg["T_ar"]), "e3-megatron-bucket": fmt(q(_megatron_mib(CLAIM["dp_size"]), "MiB"))}
+
+
+SPEC = Spec("ring-allreduce", PARAMETERS, RESULTS, compute, refused=REFUSED)

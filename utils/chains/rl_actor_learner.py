@@ -13,8 +13,7 @@ import numpy as np
 
 from utils import catalog, models
 from utils.chain import Chain, as_float
-from utils.chains import Result
-from utils.params import Param, ParameterError
+from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, pct, q
 from utils.verdicts import UNCHECKABLE, Claim
 
@@ -446,3 +445,6 @@ def exercises(p) -> dict:
             "e2-share": pct(as_float(lora_bytes / full, "")), "e2-full": fmt(full),
             "e2-t": fmt((lora_bytes / (ch["B_nic"] * q(1, "GPU"))).to("ms")),
             "e3-faster": f"{as_float(ch['t_b'] / ch['t_sh'], ''):.0f}", "e3-r": fmt(q(e3_R, "token"))}
+
+
+SPEC = Spec("rl-actor-learner", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)

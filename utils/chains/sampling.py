@@ -1,8 +1,8 @@
 """sampling: temperature, then top-k, then top-p on a Zipf-like logits row, the exact distribution they
-leave, and seeded draws from utils.sampling checked against it by total-variation distance.
+leave, and seeded draws from utils.components.sampling checked against it by total-variation distance.
 
 The token of rank r has logit -s ln r, so after temperature T its probability is r^(-s/T) / H(V, s/T),
-with H(n, a) the partial sums of r^-a. The sampler itself, its rules and its bound are utils.sampling.
+with H(n, a) the partial sums of r^-a. The sampler itself, its rules and its bound are utils.components.sampling.
 """
 from __future__ import annotations
 
@@ -11,9 +11,8 @@ import itertools
 import numpy as np
 
 from utils.chain import Chain, as_float
-from utils.chains import Result
-from utils.params import Param, ParameterError
-from utils.sampling import STAGES, nucleus_size, probabilities, sample, softmax, total_variation, tv_bound
+from utils.components.sampling import STAGES, nucleus_size, probabilities, sample, softmax, total_variation, tv_bound
+from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, pct, q
 from utils.verdicts import HOLDS, WRONG, Claim
 
@@ -101,8 +100,8 @@ def sampling_chain(V, T, k, p, s, *, vocab_kind="assumption", vocab_source="para
                                               "nucleus size, integral approximation"))
         except ValueError:
             pass
-    ch.given("n_p", q(n_p, "token"), "nucleus size, exact count (utils.sampling)", kind="assumption",
-             source="utils.sampling.probabilities")
+    ch.given("n_p", q(n_p, "token"), "nucleus size, exact count (utils.components.sampling)", kind="assumption",
+             source="utils.components.sampling.probabilities")
     ch.given("H_n", harmonic(n_p, a), "H(n_p, a)", kind="assumption", source="numpy sum over ranks", digits=4)
     ch.step("m_p", "H_n/H_V", "", "tempered mass that survives both filters")
     out["kept"] = ch["m_p"]
@@ -110,7 +109,7 @@ def sampling_chain(V, T, k, p, s, *, vocab_kind="assumption", vocab_source="para
 
 
 def draws_check(res: dict, T, k, p, n_samples: int, seed: int) -> dict:
-    """Seeded draws from utils.sampling.sample against the exact distribution: TV, its bound, and the
+    """Seeded draws from utils.components.sampling.sample against the exact distribution: TV, its bound, and the
     Gaussian expectation of TV."""
     final = res["final"]
     draws = sample(res["logits"], T, k, p, rng=np.random.default_rng(int(seed)), size=int(n_samples))
@@ -256,3 +255,6 @@ def exercises(ck: dict) -> dict:
             "ex2-t": fmt(t_ex2), "ex2-logit": fmt(t_ex2 * ck["threshold"]["fp16"], digits=3),
             "ex3-target": fmt(target), "ex3-k": q(k_ex3, "token"),
             "ex3-n": fmt(np.ceil(draws_needed(target, k_ex3)), style="plain")}
+
+
+SPEC = Spec("sampling", PARAMETERS, RESULTS, compute, validate=validate)

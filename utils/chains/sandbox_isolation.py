@@ -2,16 +2,15 @@
 
 Each isolation adds a fixed memory overhead per session and a start time; a host holds the smaller of
 floor(usable memory / (session memory + overhead)) and floor(vCPUs x oversubscription / session CPU)
-sessions (utils.sandbox_hosts), and the fleet is the ceiling of sessions over that. The figures are the
+sessions (utils.fleet.sandbox_hosts), and the fleet is the ceiling of sessions over that. The figures are the
 projects' own published ones where they exist (Firecracker's specification, gVisor's performance data),
 a named measurement for a full VM's boot, and this book's assumption for a full VM's memory overhead.
 """
 from __future__ import annotations
 
-from utils import sandbox_hosts
 from utils.chain import Chain
-from utils.chains import Result
-from utils.params import Param, ParameterError
+from utils.fleet import sandbox_hosts
+from utils.params import Param, ParameterError, Result, Spec
 from utils.units import duration, fmt, pct, q
 from utils.verdicts import HOLDS, WRONG, Claim
 
@@ -105,7 +104,7 @@ def compute(p) -> Chain:
                  kind="spec" if k != "vm" else "assumption",
                  source={"container": GV_DENSITY, "gvisor": GV_DENSITY, "firecracker": FC_SPEC, "vm": VM_MEM}[k])
         ch.given(f"d_{k}", float(d[k]["per_host"]), f"sessions per host, {NAMES[k]} (binds: {d[k]['binds']})",
-                 kind="derived", source="utils.sandbox_hosts.density: the smaller of the two floors")
+                 kind="derived", source="utils.fleet.sandbox_hosts.density: the smaller of the two floors")
         ch.given(f"H_{k}", q(sandbox_hosts.hosts_for(p.sessions, d[k]["per_host"]), "node"), f"hosts, {NAMES[k]}",
                  kind="derived", source="ceil(S / sessions per host)")
     ch.given("P", q(p.host_usd_per_hour, "USD/h/node"), "host price", kind="assumption", source="parameters cell")
@@ -124,8 +123,8 @@ QUOTE = ("Containers share a kernel with the code they run, the wrong boundary f
 
 
 def claims() -> list[Claim]:
-    from utils import chains
-    p = chains.check("sandbox-isolation")
+
+    p = SPEC.check()
     mem = {k: getattr(p, f"{k}_overhead_mib") for k in KINDS}
     start = {k: getattr(p, f"{k}_start_s") for k in KINDS}
     stronger = ("gvisor", "firecracker", "vm")
@@ -189,8 +188,8 @@ def mixed_check(n=2000, seed=0) -> dict:
     """A seeded mix of session sizes, packed first-fit decreasing, against the closed form's mean session."""
     import numpy as np
 
-    from utils import chains
-    p = chains.check("sandbox-isolation")
+
+    p = SPEC.check()
     rng = np.random.default_rng(seed)
     mem = rng.lognormal(np.log(p.session_mem_gib) - 0.5 * 0.6 ** 2, 0.6, n)
     cpu = np.full(n, p.session_vcpu)
@@ -201,9 +200,9 @@ def mixed_check(n=2000, seed=0) -> dict:
 
 
 def what_changes() -> dict:
-    from utils import chains
-    small = chains.derive("sandbox-isolation", session_mem_gib=0.25, session_vcpu=0.05)
-    cpu = chains.derive("sandbox-isolation", session_mem_gib=0.25)
+
+    small = SPEC.derive(session_mem_gib=0.25, session_vcpu=0.05)
+    cpu = SPEC.derive(session_mem_gib=0.25)
     return {"wc-small-mem": fmt(0.25), "wc-small-cpu": fmt(0.05), "wc-small-c": fmt(small["hosts_container"].m),
             "wc-small-g": fmt(small["hosts_gvisor"].m), "wc-small-f": fmt(small["hosts_firecracker"].m),
             "wc-small-v": fmt(small["hosts_vm"].m), "wc-cpu-f": fmt(cpu["hosts_firecracker"].m),
@@ -211,9 +210,9 @@ def what_changes() -> dict:
 
 
 def exercises() -> dict:
-    from utils import chains
-    r1 = chains.derive("sandbox-isolation", session_mem_gib=16.0)
-    p = chains.check("sandbox-isolation")
+
+    r1 = SPEC.derive(session_mem_gib=16.0)
+    p = SPEC.check()
     starts = 50000 / 3600.0      # every session restarted once an hour
     cpu_s = {k: starts * getattr(p, f"{k}_start_s") for k in KINDS}
     return {"ex1-mem": fmt(16), "ex1-f": fmt(r1["hosts_firecracker"].m), "ex1-v": fmt(r1["hosts_vm"].m),
@@ -222,7 +221,7 @@ def exercises() -> dict:
 
 
 def case_rows() -> list[list[str]]:
-    """The cases tests/test_sandbox_hosts.py holds, run live."""
+    """The cases tests/fleet/test_sandbox_hosts.py holds, run live."""
     import numpy as np
     d = sandbox_hosts.density(700.0, 192.0, 2.0, 0.25, overhead_mem=0.25)
     same = len(sandbox_hosts.place([2.0] * 1000, [0.5] * 1000, 64.0, 32.0, overhead_mem=0.25))
@@ -240,3 +239,6 @@ def case_rows() -> list[list[str]]:
             ["a thousand identical sessions, packed", "the closed form's host count", f"{fmt(same)} against {fmt(closed)}"],
             ["a seeded mix of sizes on both axes", "no host overfilled", "none overfilled" if not over else "overfilled"],
             ["a session larger than a host", "refused", big]]
+
+
+SPEC = Spec("sandbox-isolation", PARAMETERS, RESULTS, compute, validate=validate)

@@ -1,12 +1,12 @@
 """serverless-cold-start: the chain from image pull to first token, the snapshot that collapses it, the
 warm pool sized by Little's law and the Poisson tail, and the margin isolation and packing leave.
 
-Each stage is bytes over a rate or a fixed time (utils.cold_start): the image's layers from a registry,
+Each stage is bytes over a rate or a fixed time (utils.serving.cold_start): the image's layers from a registry,
 the weights from where they sit (object store, local NVMe, host page cache) over the slower of that and
 the host-to-GPU link, the CUDA context, compilation and graph capture, then the prompt's prefill. A GPU
 memory snapshot replaces everything after the image with one restore. Requests that arrive while a
 replacement is starting find the pool short: starts in flight are Poisson with mean lambda T_c (Little's
-law), so the pool is the smallest k with P(Poisson(lambda T_c) >= k) <= epsilon (utils.warm_pool), which
+law), so the pool is the smallest k with P(Poisson(lambda T_c) >= k) <= epsilon (utils.serving.warm_pool), which
 a seeded simulation of the pool itself checks. The provider pays for busy, starting and idle instances
 and bills only the busy ones: the margin.
 """
@@ -18,15 +18,14 @@ import math
 import numpy as np
 
 from utils import catalog, models, serving
-from utils import cold_start as cs
-from utils import warm_pool as wp
 from utils.chain import Chain, as_float
-from utils.chains import Result
-from utils.params import Param, ParameterError
+from utils.params import Param, ParameterError, Result, Spec
+from utils.serving import cold_start as cs
+from utils.serving import warm_pool as wp
 from utils.units import duration, fmt, pct, q
 from utils.verdicts import READING, WRONG, Claim
 
-SIMULATION = "seeded Poisson arrivals at the warm pool (utils.warm_pool.simulate), checking the Poisson tail"
+SIMULATION = "seeded Poisson arrivals at the warm pool (utils.serving.warm_pool.simulate), checking the Poisson tail"
 
 SOURCES = dict(
     image=("Cerebrium, 'Rethinking Container Image Distribution to eliminate cold starts' (J. Irwin, "
@@ -131,7 +130,7 @@ def packing(p) -> int:
 
 
 def stages(ch) -> list:
-    """The cold chain as utils.cold_start stages (serial: each waits for the one before)."""
+    """The cold chain as utils.serving.cold_start stages (serial: each waits for the one before)."""
     t = {k: as_float(ch[k], "s") for k in ("t_img", "t_ctx", "t_w", "t_comp", "t_g", "t_p")}
     names = [("image pull", "t_img"), ("CUDA context", "t_ctx"), ("weights to GPU", "t_w"),
              ("compile", "t_comp"), ("graph capture", "t_g"), ("prefill", "t_p")]
@@ -140,7 +139,7 @@ def stages(ch) -> list:
 
 def overlapped(ch) -> dict:
     """The same stages with the weights fetched to host memory while the image pulls (a side loader),
-    then copied to the GPU after the context: utils.cold_start's critical path."""
+    then copied to the GPU after the context: utils.serving.cold_start's critical path."""
     M = as_float(ch["M_w"], "GB")
     st = [cs.Stage("image pull", as_float(ch["B_i"], "GB"), as_float(ch["r_reg"], "GB/s")),
           cs.Stage("weights fetch", M, as_float(ch["r_src"], "GB/s")),
@@ -202,18 +201,18 @@ def chain(p, *, source="parameters cell") -> Chain:
     ch.step("a_c", "lam*T_c", "", "cold starts in flight, mean (Little's law)")
     k_c, idle_c = pool_and_idle(p.request_rate, as_float(ch["T_c"], "s"), p.target)
     ch.given("k_c", k_c, "warm pool: smallest k with P(Poisson(a_c) >= k) <= eps", kind="derived",
-             source="utils.warm_pool.pool_size")
+             source="utils.serving.warm_pool.pool_size")
     ch.step("a_s", "lam*T_s", "", "snapshot starts in flight, mean")
     k_s, idle_s = pool_and_idle(p.request_rate, as_float(ch["T_s"], "s"), p.target)
-    ch.given("k_s", k_s, "warm pool with snapshot starts", kind="derived", source="utils.warm_pool.pool_size")
+    ch.given("k_s", k_s, "warm pool with snapshot starts", kind="derived", source="utils.serving.warm_pool.pool_size")
     ch.given("q_s", wp.poisson_tail(p.request_rate * as_float(ch["T_s"], "s"), k_s),
              "share of requests that meet a start: P(Poisson(a_s) >= k_s)", kind="derived",
-             source="utils.warm_pool.poisson_tail")
+             source="utils.serving.warm_pool.poisson_tail")
     sim = wp.simulate(p.request_rate, as_float(ch["T_s"], "s"), k_s, SIM_N, SIM_SEED)
     ch.given("q_sim", sim["share"], "the same share, simulated (seeded Poisson arrivals at the pool)",
-             kind="derived", source=f"utils.warm_pool.simulate, {SIM_N:,} arrivals, seed {SIM_SEED}")
+             kind="derived", source=f"utils.serving.warm_pool.simulate, {SIM_N:,} arrivals, seed {SIM_SEED}")
     # --- the margin: busy instances are billed; starting and idle ones are the provider's
-    ch.given("I_s", idle_s, "idle warm instances, mean E[(k_s - N)+]", kind="derived", source="utils.warm_pool.mean_idle")
+    ch.given("I_s", idle_s, "idle warm instances, mean E[(k_s - N)+]", kind="derived", source="utils.serving.warm_pool.mean_idle")
     ch.given("n_i", packing(p), "idle warm instances per GPU (isolation)", kind="derived",
              source="one per GPU" if p.isolation == "whole-gpu"
              else "the engine's share of GPU memory over the weights (utils.serving)")
@@ -221,7 +220,8 @@ def chain(p, *, source="parameters cell") -> Chain:
     ch.given("pr", q(p.price_per_gpu_hour, "USD/hour"), "price of a GPU-hour run", kind="spec", source=SOURCES["price"])
     ch.step("G_s", "L_b + a_s + I_s/n_i", "", "GPUs held with the snapshot pool")
     ch.step("m_s", "1 - c*G_s/(pr*L_b)", "", "gross margin: revenue less GPU cost, over revenue")
-    ch.given("I_c", idle_c, "idle warm instances with cold starts, mean", kind="derived", source="utils.warm_pool.mean_idle")
+    ch.given("I_c", idle_c, "idle warm instances with cold starts, mean", kind="derived",
+             source="utils.serving.warm_pool.mean_idle")
     ch.step("G_c", "L_b + a_c + I_c/n_i", "", "GPUs held with cold starts")
     ch.step("m_c", "1 - c*G_c/(pr*L_b)", "", "gross margin with cold starts")
     return ch
@@ -242,8 +242,8 @@ QUOTE = ("A serverless GPU is a promise to run a customer's model within seconds
 
 
 def claim_inputs():
-    from utils import chains
-    return chains.inputs("serverless-cold-start", chains.defaults("serverless-cold-start"))
+
+    return SPEC.inputs(SPEC.defaults())
 
 
 def sim_check(p=None, n=SIM_N, seed=SIM_SEED) -> dict:
@@ -357,3 +357,6 @@ def exercises() -> dict:
             "ex2-weights": fmt(ex2["M_w"]), "ex2-tw": duration(ex2["t_w"]), "ex2-floor": duration(ex2["t_rf"]),
             "ex3-shed": fmt(k_shed), "ex3-wait": fmt(chain(p)["k_s"]),
             "ex4-a": fmt(a10), "ex4-k": fmt(k10), "ex4-ratio": fmt(k10 / as_float(chain(p)["k_s"], ""))}
+
+
+SPEC = Spec("serverless-cold-start", PARAMETERS, RESULTS, compute, validate=validate)

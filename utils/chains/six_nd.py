@@ -11,9 +11,8 @@ import numpy as np
 
 from utils import catalog
 from utils.chain import Chain
-from utils.chains import Result
 from utils.models import attention_width, n_layers, param_count
-from utils.params import Param
+from utils.params import Param, Result, Spec
 from utils.training import attention_flops_per_token, flops_per_parameter_token, six_nd
 from utils.units import fmt, q, short
 from utils.verdicts import Claim, judge, ratio, sig_fig_tolerance
@@ -142,7 +141,7 @@ def exercises() -> dict:
 
 
 def flop_count_check(counted: dict) -> dict:
-    """Counted FLOPs of a real step (utils.tiny_gpt.count_training_step) against the chain: 6N per token
+    """Counted FLOPs of a real step (utils.training.tiny_gpt.count_training_step) against the chain: 6N per token
     over the weight-matrix parameters plus full-square attention (the toy computes the whole square)."""
     ch = training_compute(counted["params_matmul"], counted["tokens"], counted["context"], counted["layers"],
                           counted["d_attn"], source="the tiny model")
@@ -151,3 +150,6 @@ def flop_count_check(counted: dict) -> dict:
     naive = q(flops_per_parameter_token()["train"] * counted["params_total"] * counted["tokens"], "FLOP")
     return dict(counted=q(counted["flops"], "FLOP"), predicted=predicted,
                 ratio=ratio(q(counted["flops"], "FLOP"), predicted), naive_ratio=ratio(q(counted["flops"], "FLOP"), naive))
+
+
+SPEC = Spec("six-nd", PARAMETERS, RESULTS, compute, refused=REFUSED)

@@ -5,7 +5,7 @@ burns it at b = e / (1 - o); the workbook's fast rule pages when an hour shows b
 budget) and five minutes agree, which a step failure reaches after W (k (1 - o) - e0) / (e - e0), having
 spent k W / T of the budget whatever its size. Then a person has to look (the acknowledgement), and
 every minute after that burns e of a minute of budget whether it is spent reading logs or rolling back.
-The closed forms are checked by running utils.slo's multiwindow evaluator on a seeded incident.
+The closed forms are checked by running utils.fleet.slo's multiwindow evaluator on a seeded incident.
 """
 from __future__ import annotations
 
@@ -13,15 +13,14 @@ import math
 
 import numpy as np
 
-from utils import slo
 from utils.chain import Chain, as_float
-from utils.chains import Result
 from utils.chains.latency_slos_goodput import SLO_SOURCE
-from utils.params import Param, ParameterError
+from utils.fleet import slo
+from utils.params import Param, ParameterError, Result, Spec
 from utils.units import duration, fmt, pct, q
 from utils.verdicts import HOLDS, READING, WRONG, Claim
 
-SIMULATION = "a seeded incident's per-minute request counts, run through the multiwindow alert (utils.slo)"
+SIMULATION = "a seeded incident's per-minute request counts, run through the multiwindow alert (utils.fleet.slo)"
 
 INCIDENT_SOURCE = ("this book's assumption: a bad deploy that fails a tenth of requests (one replica group in "
                    "ten serving errors)")
@@ -166,7 +165,7 @@ def compute(p) -> Chain:
     sim = simulate(p.objective, p.period_days, p.incident_bad_share, p.baseline_bad_share, p.requests_per_minute,
                    t_on, p.seed)
     got = sim["detect"][fast_rule(p.period_days).name]
-    how = "utils.slo.evaluate on a seeded incident, one sample a minute"
+    how = "utils.fleet.slo.evaluate on a seeded incident, one sample a minute"
     ch.given("t_sim", q(got if got is not None else float("nan"), "min"), "failure to page (simulated)",
              kind="derived", source=how)
     ch.simulation = sim
@@ -208,8 +207,8 @@ def burn_checks() -> dict:
 
 
 def rollback_checks() -> dict:
-    from utils import chains
-    p = chains.check("slo-error-budgets")
+
+    p = SPEC.check()
     ch = budget_chain(p, source="the book's incident")
     outage = budget_chain(p.replace(incident_bad_share=1.0), source="a full outage")
     return dict(ch=ch, outage=outage, p=p)
@@ -297,7 +296,7 @@ def objective_rows() -> list[list[str]]:
 
 
 def case_rows() -> list[list[str]]:
-    """The cases tests/test_slo.py holds, run live."""
+    """The cases tests/fleet/test_slo.py holds, run live."""
     T = 30 * 86400.0
     rules = slo.workbook_rules(T)
     tot = np.full(400, 1000)
@@ -340,10 +339,10 @@ def detection_curves(objective=0.999, period_days=30.0, burns=None) -> dict:
 
 
 def what_changes() -> dict:
-    from utils import chains
-    base = chains.derive("slo-error-budgets")
-    tight = chains.derive("slo-error-budgets", objective=0.9999)
-    small = chains.derive("slo-error-budgets", incident_bad_share=0.02)
+
+    base = SPEC.derive()
+    tight = SPEC.derive(objective=0.9999)
+    small = SPEC.derive(incident_bad_share=0.02)
     return {"wc-budget-9999": fmt(tight["budget_minutes"]), "wc-logs-9999": pct(tight["share_logs_first"].m),
             "wc-rb-9999": pct(tight["share_rollback_first"].m),
             "wc-small-share": pct(0.02), "wc-small-detect": fmt(small["detection_minutes"]),
@@ -364,3 +363,6 @@ def exercises() -> dict:
             "ex3-detect": duration(t6), "ex3-fast": duration(slo.detection_time(0.01, 0.999, 14.4, 3600.0)) if
             math.isfinite(slo.detection_time(0.01, 0.999, 14.4, 3600.0)) else "never",
             "ex3-spent": pct(six.burn * six.long_s / (30 * 86400.0))}
+
+
+SPEC = Spec("slo-error-budgets", PARAMETERS, RESULTS, compute, validate=validate)

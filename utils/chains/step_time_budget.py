@@ -4,7 +4,7 @@ Predicted: the compute 6N x tokens / (GPUs x peak x MFU), where MFU here is the 
 matmuls' share of the dense peak once the communication and the bubble are taken out, so those two are
 added, not hidden in it), plus the pipeline bubble (p - 1)/m of the compute, plus the communication left on
 the critical path: tensor parallelism's all-reduces on NVLink, pipeline sends and the data-parallel
-all-reduce's exposed tail, all from the parallelism-placement chain (utils.collectives' byte counts). The
+all-reduce's exposed tail, all from the parallelism-placement chain (utils.training.collectives' byte counts). The
 gap between the measured step and that prediction is the budget the isolation order spends, one metric
 per suspect. The model is one parameter (a dense catalog model or a config.json).
 """
@@ -14,10 +14,9 @@ import numpy as np
 
 from utils import catalog
 from utils.chain import Chain, as_float
-from utils.chains import Result
 from utils.chains.parallelism_placement import REFUSED as PLACEMENT_REFUSED
 from utils.chains.parallelism_placement import check_layout, placement
-from utils.params import Param
+from utils.params import Param, Result, Spec
 from utils.units import duration, fmt, pct, q
 from utils.verdicts import READING, WRONG, Claim
 
@@ -210,7 +209,7 @@ def exercises(p) -> dict:
 
 def cpu_prediction(flops: float, rate_flops_per_s: float, mfu: float = 1.0) -> float:
     """A small CPU step's predicted time in seconds: counted FLOPs over a measured matmul rate x MFU (no
-    communication: one process). The measured side is timed in tests/test_step_time_budget.py, never here."""
+    communication: one process). The measured side is timed in tests/chains/test_step_time_budget.py, never here."""
     return flops / (rate_flops_per_s * mfu)
 
 
@@ -218,11 +217,14 @@ HARNESS_GPU = "h200"      # the GPU the book's harness runs on
 
 
 def harness_prediction(mfu: float, gpu: str = HARNESS_GPU) -> dict:
-    """The harness's training-step (utils/measurements/training_step.py, full size) predicted on one GPU:
+    """The harness's training-step (utils/gpu/measurements/training_step.py, full size) predicted on one GPU:
     6N x tokens over the dense bf16 peak x the kernels' MFU (one GPU: no communication, no bubble)."""
-    from utils.measurements.common import REGISTRY
-    from utils.measurements.training_step import step_flops
+    from utils.gpu.measurements.common import REGISTRY
+    from utils.gpu.measurements.training_step import step_flops
     size = REGISTRY["training-step"].sizes["full"][0]
     acc = catalog.accelerator(gpu)
     flops = q(step_flops(size), "FLOP")
     return dict(size=size, flops=flops, gpu=acc.name, predicted=(flops / (acc.q("bf16_dense") * mfu)).to("ms"))
+
+
+SPEC = Spec("step-time-budget", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)

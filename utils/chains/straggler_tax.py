@@ -1,7 +1,7 @@
 """straggler-tax: every collective waits for the last rank, so one throttled GPU lengthens every step by
 s/(1-s) while the other N-1 ranks wait; the jitter of healthy ranks costs j z_N on its own; per-rank
 compute timing finds the throttled rank in k steps (solved from the flagging threshold and a detection
-margin). The arithmetic of maxima, simulations and the detector live in utils.stragglers.
+margin). The arithmetic of maxima, simulations and the detector live in utils.training.stragglers.
 """
 from __future__ import annotations
 
@@ -10,11 +10,10 @@ import math
 import numpy as np
 
 from utils import catalog
-from utils import stragglers as sg
 from utils.chain import Chain, as_float
-from utils.chains import Result
-from utils.params import Param, ParameterError
+from utils.params import Param, ParameterError, Result, Spec
 from utils.training import flops_per_parameter_token
+from utils.training import stragglers as sg
 from utils.units import escape_dollars, fmt, pct, q
 from utils.verdicts import HOLDS, READING, WRONG, Claim
 
@@ -124,10 +123,10 @@ def straggler_chain(n_ranks, step_seconds, jitter_fraction, throttle_fraction, g
     ch.given("j", jitter_fraction, "per-rank jitter, sigma over the mean",
              **_provenance("jitter_fraction", jitter_fraction, "assumption", JITTER_SOURCE))
     ch.given("z_N", sg.normal_max_exact(n_ranks), "E[max of N standard normals]", kind="derived",
-             source="utils.stragglers.normal_max_exact: integral of x N Phi^(N-1) phi")
+             source="utils.training.stragglers.normal_max_exact: integral of x N Phi^(N-1) phi")
     ch.step("x_j", "j*z_N", "", "jitter tax: the step over the mean step, less one")
     ch.given("m_s", sg.throttled_step(n_ranks, jitter_fraction, throttle_fraction), "E[step]/t with jitter "
-             "and one throttled rank", kind="derived", source="utils.stragglers.throttled_step (integration)")
+             "and one throttled rank", kind="derived", source="utils.training.stragglers.throttled_step (integration)")
     ch.step("x_m", "m_s/(1 + x_j) - 1", "", "the throttle's tax on top of jitter")
     # finding it
     ch.given("alpha", false_alarm_rate, "false-alarm rate per check over all ranks",
@@ -138,7 +137,7 @@ def straggler_chain(n_ranks, step_seconds, jitter_fraction, throttle_fraction, g
              source=DETECT_SOURCE)
     ch.solve("k", "x*sqrt(k) = z_a*j + z_b*j/(1 - s)", "", "steps of per-rank timing needed (before rounding up)")
     ch.given("k_1", sg.steps_to_detect(throttle_fraction, jitter_fraction, n_ranks, false_alarm_rate, DETECT_P),
-             "steps to detect: k rounded up, at least one", kind="derived", source="utils.stragglers.steps_to_detect")
+             "steps to detect: k rounded up, at least one", kind="derived", source="utils.training.stragglers.steps_to_detect")
     ch.step("t_det", "k_1*T_s", "s", "time to detect")
     ch.step("F", "alpha*D/(k_1*t)", "", "false flags per day, one check per window")
     # what to do: restart with a spare when the throttle would cost more than the restart
@@ -337,3 +336,6 @@ def exercises() -> dict:
             "e3-small": fmt(q(little, "GPU")), "e3-j": pct(0.01), "e3-tax-big": pct(0.01 * sg.normal_max_exact(big)),
             "e3-tax-small": pct(0.01 * sg.normal_max_exact(little)),
             "e3-keep": pct(sg.normal_max_exact(little) / sg.normal_max_exact(big))}
+
+
+SPEC = Spec("straggler-tax", PARAMETERS, RESULTS, compute, validate=validate)

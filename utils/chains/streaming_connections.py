@@ -5,7 +5,7 @@ here is sequence x second), and each has a defence: a bounded per-stream buffer 
 waits on a reader, freeing the slot after a short grace on disconnect, a resumable stream (an event id
 to resume from), an idempotency key.
 
-The arithmetic is the chain; the defences are utils.streaming_server, run for real on loopback with
+The arithmetic is the chain; the defences are utils.serving.streaming_server, run for real on loopback with
 misbehaving clients in the check (counts only: which client got which tokens, what was left behind).
 """
 from __future__ import annotations
@@ -13,9 +13,8 @@ from __future__ import annotations
 from functools import lru_cache
 
 from utils.chain import Chain
-from utils.chains import Result
-from utils.params import Param, ParameterError
-from utils.streaming_server import reference, scenario
+from utils.params import Param, ParameterError, Result, Spec
+from utils.serving.streaming_server import reference, scenario
 from utils.units import fmt, q
 from utils.verdicts import READING, WRONG, Claim
 
@@ -237,3 +236,6 @@ def slot_s(x) -> str:
 
 def pct_text(x: float) -> str:
     return f"{fmt(x * 100)}%"
+
+
+SPEC = Spec("streaming-connections", PARAMETERS, RESULTS, compute, validate=validate)

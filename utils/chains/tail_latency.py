@@ -2,7 +2,7 @@
 tells each apart.
 
 One replica (the latency-slos-goodput chapter's closed forms: KV budget, roofline passes, the rate it
-saturates at) is run through the book's queue simulator, utils.batching.simulate_faulty, healthy and
+saturates at) is run through the book's queue simulator, utils.serving.batching.simulate_faulty, healthy and
 then with one fault injected at a time: load near saturation, a few very long prompts prefilled
 between decode steps (no chunking), a KV budget small enough that vLLM's optimistic admission must
 preempt and recompute, host stalls of the engine loop, and one replica of a fleet running slow. Each
@@ -14,15 +14,14 @@ import dataclasses
 
 import numpy as np
 
-from utils import batching
 from utils.chain import Chain, as_float
-from utils.chains import Result
 from utils.chains import latency_slos_goodput as lsg
-from utils.params import Param, ParameterError
+from utils.params import Param, ParameterError, Result, Spec
+from utils.serving import batching
 from utils.units import fmt, pct, q
 from utils.verdicts import READING, WRONG, Claim
 
-SIMULATION = "seeded queue runs of one replica, healthy and with each of five faults injected (utils.batching)"
+SIMULATION = "seeded queue runs of one replica, healthy and with each of five faults injected (utils.serving.batching)"
 
 MIX = lsg.MIX_SOURCE
 PARAMETERS = (
@@ -187,7 +186,7 @@ def compute(p) -> Chain:
              source="parameters cell")
     ch.step("lambda_h", "r_h*lambda_max", "request/s", "healthy offered rate")
     ms = scenarios(p, ch)
-    how = f"utils.batching.simulate_faulty: {fmt(p.n_requests)} seeded requests per run"
+    how = f"utils.serving.batching.simulate_faulty: {fmt(p.n_requests)} seeded requests per run"
     ms_ = lambda k, f: q(ms[k][f], "s").to("ms")   # noqa: E731
     for name, value, label in (
             ("ttft50_h", ms_("healthy", "ttft_50"), "median TTFT, healthy"),
@@ -217,10 +216,10 @@ _CLAIM_RUNS: dict = {}
 
 def claim_chain(**changes) -> Chain:
     """The chain on the claim's reading, with changes; cached, since the page asks for some twice."""
-    from utils import chains
+
     key = tuple(sorted(changes.items()))
     if key not in _CLAIM_RUNS:
-        _CLAIM_RUNS[key] = compute(chains.check("tail-latency", **{**CLAIM, **changes}))
+        _CLAIM_RUNS[key] = compute(SPEC.check(**{**CLAIM, **changes}))
     return _CLAIM_RUNS[key]
 
 
@@ -299,8 +298,8 @@ def checks(ch=None) -> dict:
     """The simulator's own checks on the claim's reading: the healthy run is simulate_queue's, Little's
     law holds, and each fault moves its own metric and leaves the others at their healthy values."""
     ch = claim_chain() if ch is None else ch
-    from utils import chains
-    p = chains.check("tail-latency", **CLAIM)
+
+    p = SPEC.check(**CLAIM)
     e, wl = lsg.queue_engine(ch), lsg.workload(p)
     rate = p.load * as_float(ch["lambda_max"], "request/s")
     ref, new = batching.simulate_queue(rate, wl, e), batching.simulate_faulty(rate, wl, e)
@@ -389,7 +388,7 @@ def tests_table() -> str:
 
 
 def core_source() -> str:
-    """The simulator's two hooks, cut from utils.batching.simulate_faulty: the recompute of a preempted
+    """The simulator's two hooks, cut from utils.serving.batching.simulate_faulty: the recompute of a preempted
     sequence, the preemption before a decode step, and the host stall."""
     import inspect
     src = inspect.getsource(batching.simulate_faulty).splitlines()
@@ -400,3 +399,6 @@ def core_source() -> str:
     parts = (block("if opt and redo and B < bmax", 12), block("while opt and S + B > cap", 7),
              block("if t >= next_stall:                         #", 5))
     return "\n    ...\n".join("\n".join(b) for b in parts)
+
+
+SPEC = Spec("tail-latency", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)

@@ -3,7 +3,7 @@
 A bucket of capacity C (tokens: the largest burst) refilled at r tokens per second admits at most
 C + r T requests in any window of T seconds. The scenario: a client idle long enough to fill the bucket
 sends a burst, then keeps asking at an offered rate above r for the rest of the window. Every count
-below comes from utils.token_bucket run on a fake clock, beside the arithmetic that predicts it.
+below comes from utils.components.token_bucket run on a fake clock, beside the arithmetic that predicts it.
 """
 from __future__ import annotations
 
@@ -13,9 +13,8 @@ import threading
 import numpy as np
 
 from utils.chain import Chain, as_float
-from utils.chains import Result
-from utils.params import Param, ParameterError
-from utils.token_bucket import FakeClock, TokenBucket, UnguardedBucket, drive, max_admitted, retry_after_header
+from utils.components.token_bucket import FakeClock, TokenBucket, UnguardedBucket, drive, max_admitted, retry_after_header
+from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, num, q
 from utils.verdicts import HOLDS, WRONG, Claim
 
@@ -136,18 +135,18 @@ def bucket_chain(rate, burst, offered_rate, window, clock_step, step_at, *, sour
     ch.given("T", q(window, "s"), "window", kind="assumption", source=source)
     ch.step("A_max", "C + r*T", "request", "most a full bucket admits in the window")
     ch.given("A_run", q(s["monotonic"]["n"], "request"), "admitted by the bucket (monotonic clock)",
-             kind="assumption", source="utils.token_bucket, run on a fake clock")
+             kind="assumption", source="utils.components.token_bucket, run on a fake clock")
     ch.given("C_conf", q(s["conflated_capacity"], "request"), "capacity of a bucket built with capacity = rate",
              kind="assumption", source="the usual bug")
     ch.step("R_conf", "C - C_conf", "request", "the policy's burst that bucket refuses")
     ch.given("S", q(clock_step, "s"), "the wall clock's step", kind="assumption", source=source)
     ch.given("A_fwd", q(s["forward"]["n"], "request"), "admitted, wall clock stepped forward",
-             kind="assumption", source="utils.token_bucket, run on a fake clock")
+             kind="assumption", source="utils.components.token_bucket, run on a fake clock")
     ch.step("A_over", "A_fwd - A_max", "request", "admitted beyond the limit: a refill nobody earned")
     ch.given("n", q(1, "request"), "one request's cost", kind="assumption", source="one token a request")
     ch.step("t_pred", "S + n/r", "s", "an unguarded refill's debt r S, repaid at r, then one token")
     ch.given("t_debt", q(s["debt_retry_after"], "s"), "retry-after the unguarded bucket quotes just after the step",
-             kind="assumption", source="utils.token_bucket.UnguardedBucket, run on a fake clock", digits=5)
+             kind="assumption", source="utils.components.token_bucket.UnguardedBucket, run on a fake clock", digits=5)
     ch.step("t_ra", "n/r", "s", "retry-after at an empty bucket: the deficit over the rate")
     return dict(chain=ch, s=s, **{k: ch[k] for k in ("A_max", "A_run", "R_conf", "A_over", "t_debt", "t_ra")})
 
@@ -218,7 +217,7 @@ def clock_rows(ck: dict) -> list[list[str]]:
 
 
 def case_rows() -> list[list[str]]:
-    """The cases tests/test_token_bucket.py holds, run live."""
+    """The cases tests/chains/test_token_bucket.py holds, run live."""
     ra = retry_after_check(10.0)
     c = FakeClock()
     b = TokenBucket(5, 1.0, clock=c, tokens=0.0)
@@ -266,3 +265,6 @@ def exercises() -> dict:
             "ex2-wait": fmt(q((cost - have) / rate, "s")), "ex2-header": retry_after_header((cost - have) / rate),
             "ex3-step": fmt(q(step, "s")), "ex3-rate": fmt(q(rate3, "request/s")),
             "ex3-debt": fmt(q(step * rate3, "request")), "ex3-wait": fmt(q(step + 1 / rate3, "s"))}
+
+
+SPEC = Spec("token-bucket", PARAMETERS, RESULTS, compute, validate=validate)

@@ -7,7 +7,7 @@ anywhere from 50 to 50,000, so a request limit sized at the mean request lets a 
 50,000 / (p + o) times its token share, and one sized for the largest holds a small-request tenant to
 50 / 50,000 of it. The token bucket reserves prompt + max_tokens at admission and settles the unused
 part at the end; without the settle a tenant gets (p + o) / (p + max_tokens) of its limit. Every
-admission and every settle is one atomic Lua script on Redis (utils/token_limits.py): the gateway needs
+admission and every settle is one atomic Lua script on Redis (utils/serving/token_limits.py): the gateway needs
 (requests per second) x (scripts per request) of them, against the measured rate of one Redis.
 """
 from __future__ import annotations
@@ -17,17 +17,16 @@ import math
 
 import numpy as np
 
-from utils import chains
 from utils.chain import Chain, as_float
-from utils.chains import Result
+from utils.chains import continuous_batching
 from utils.chains import continuous_batching as cb
-from utils.params import Param
-from utils.token_limits import FakeClock, Limits, TwoBucketLimiter
+from utils.params import Param, Result, Spec
+from utils.serving.token_limits import FakeClock, Limits, TwoBucketLimiter
 from utils.units import fmt, num, pct, q, short
 from utils.verdicts import READING, WRONG, Claim
 
-MEASURED = ("measured by tests/test_token_limits.py::test_redis_scripts_per_second (a CPU timing: the book's "
-            "2-core build machine, Debian redis-server 7.0.15 on loopback, utils/resp.py), 2026-12-01")
+MEASURED = ("measured by tests/serving/test_token_limits.py::test_redis_scripts_per_second (a CPU timing: the book's "
+            "2-core build machine, Debian redis-server 7.0.15 on loopback, utils/serving/resp.py), 2026-12-01")
 
 PARAMETERS = (
     Param("model", "llama-3-70b", "the model the limits are for: a catalog key or a config.json path",
@@ -53,7 +52,7 @@ PARAMETERS = (
     Param("large_request_tokens", 50_000, "n_L: the dearest request", unit="token", check="whole",
           source="the claim"),
     Param("scripts_per_request", 2, "k: Redis scripts per request (admit, settle)", check="whole",
-          source="utils/token_limits.py: one EVALSHA to admit, one to settle"),
+          source="utils/serving/token_limits.py: one EVALSHA to admit, one to settle"),
     Param("redis_scripts_per_s_connection", 6700.0, "R_c: scripts per second on one connection, "
           "each waiting for its reply", unit="1/s", source=MEASURED),
     Param("redis_scripts_per_s_server", 30000.0, "R_s: scripts per second one Redis runs, pipelined",
@@ -83,7 +82,7 @@ RESULTS = (
 @functools.lru_cache(maxsize=16)
 def replica_rate(model_key: str, gpu_key: str, gpus: int, prompt: int, output: int):
     """Output tokens per second one replica earns: the continuous-batching chapter's chain (X)."""
-    p = chains.check("continuous-batching", model=model_key, gpu=gpu_key, gpus_per_replica=gpus,
+    p = continuous_batching.SPEC.check(model=model_key, gpu=gpu_key, gpus_per_replica=gpus,
                      mean_prompt_tokens=prompt, mean_output_tokens=output)
     return cb.batching_chain(p, source="the continuous-batching chain")["X"]
 
@@ -111,7 +110,7 @@ def limits_chain(X, replicas, sellable_share, tenant_share, prompt, output, max_
     ch.given("M", q(max_tokens, "token/request"), "max_tokens reserved at admission", kind="assumption", source=source)
     ch.step("phi", "(p + o)/(p + M)", "", "share of the token limit usable if reservations are never settled")
     ch.given("k", q(scripts_per_request, "1/request"), "Redis scripts per request (admit, settle)", kind="assumption",
-             source="utils/token_limits.py")
+             source="utils/serving/token_limits.py")
     ch.step("S", "k*lambda_0", "1/s", "scripts per second the gateway needs")
     ch.given("R_s", q(r_server, "1/s"), "scripts per second one Redis runs (pipelined)", kind="measured",
              source=MEASURED)
@@ -135,7 +134,7 @@ CLAIM = dict(small=50, large=50_000)
 
 
 def claim_chain() -> Chain:
-    d = chains.defaults("token-rate-limits")
+    d = SPEC.defaults()
     X = replica_rate(d["model"], d["gpu"], d["gpus_per_replica"], d["mean_prompt_tokens"], d["mean_output_tokens"])
     return limits_chain(X, d["replicas"], d["sellable_share"], d["tenant_share"], d["mean_prompt_tokens"],
                         d["mean_output_tokens"], d["max_tokens"], CLAIM["small"], CLAIM["large"],
@@ -197,7 +196,7 @@ def settle_run(prompt: int = 1024, output: int = 512, max_tokens: int = 4096, to
 
 
 def case_rows() -> list[list[str]]:
-    """The cases tests/test_token_limits.py holds, each run live on the reference."""
+    """The cases tests/serving/test_token_limits.py holds, each run live on the reference."""
     L = Limits(2.0, 5, 1000.0, 10_000)
     c = FakeClock()
     lim = TwoBucketLimiter(L, clock=c)
@@ -216,10 +215,10 @@ def case_rows() -> list[list[str]]:
             ["the same admission retried (one id)", "charged once", f"{dup.reserved:g} tokens charged"],
             ["prompt + max_tokens above the burst", "never admissible (413, not 429)",
              "retry-after: never" if math.isinf(huge.retry_after) else "admitted"],
-            ["eight gateways racing on Redis", "exactly the burst admitted", "tests/test_token_limits.py"],
+            ["eight gateways racing on Redis", "exactly the burst admitted", "tests/serving/test_token_limits.py"],
             ["Redis scripts against this reference", "the same decisions and levels, seeded sequence",
-             "tests/test_token_limits.py"],
-            ["Redis script cache flushed", "EVALSHA falls back to EVAL", "tests/test_token_limits.py"]]
+             "tests/serving/test_token_limits.py"],
+            ["Redis script cache flushed", "EVALSHA falls back to EVAL", "tests/serving/test_token_limits.py"]]
 
 
 def tenant_curve(ch, sizes) -> dict:
@@ -230,10 +229,10 @@ def tenant_curve(ch, sizes) -> dict:
 
 
 def what_changes(ch) -> dict:
-    d = chains.defaults("token-rate-limits")
-    big = chains.derive("token-rate-limits", replicas=d["replicas"] * 10)
-    m8k = chains.derive("token-rate-limits", max_tokens=8192)
-    one = chains.derive("token-rate-limits", tenant_share=0.01)
+    d = SPEC.defaults()
+    big = SPEC.derive(replicas=d["replicas"] * 10)
+    m8k = SPEC.derive(max_tokens=8192)
+    one = SPEC.derive(tenant_share=0.01)
     return {"wc-replicas": fmt(d["replicas"] * 10), "wc-scripts": fmt(big["scripts_per_s_needed"].m) + " per second",
             "wc-headroom": fmt(big["redis_headroom"].m, digits=2), "wc-conns": num(big["connections_needed"].m),
             "wc-max": fmt(8192), "wc-phi": pct(m8k["usable_without_settle"].m),
@@ -244,8 +243,8 @@ def exercises() -> dict:
     per_min, size = 60, 32_000
     ex1 = per_min / 60 * size
     p2, o2, m2 = 500, 300, 8192
-    d = chains.defaults("token-rate-limits")
-    big = chains.derive("token-rate-limits", replicas=1000)
+    d = SPEC.defaults()
+    big = SPEC.derive(replicas=1000)
     return {"ex1-limit": fmt(per_min), "ex1-size": short(size), "ex1-rate": fmt(q(ex1, "token/s")),
             "ex1-minute": fmt(q(ex1 * 60, "token")),
             "ex2-prompt": fmt(p2), "ex2-output": fmt(o2), "ex2-max": fmt(m2), "ex2-phi": pct((p2 + o2) / (p2 + m2)),
@@ -253,3 +252,6 @@ def exercises() -> dict:
             "ex3-replicas": fmt(1000), "ex3-scripts": fmt(big["scripts_per_s_needed"].m) + " per second",
             "ex3-server": fmt(d["redis_scripts_per_s_server"]) + " per second",
             "ex3-headroom": fmt(big["redis_headroom"].m, digits=2), "ex3-conns": num(big["connections_needed"].m)}
+
+
+SPEC = Spec("token-rate-limits", PARAMETERS, RESULTS, compute)

@@ -3,7 +3,7 @@ does V log2 V compares where a radix select makes a fixed number of histogram pa
 
 The row is V logits of b bytes (V from the model: its vocabulary); its read at HBM bandwidth is a small
 share of one kernel launch, so each dependent pass costs about a launch. The radix select makes 8b / d
-passes of d-bit digits whatever k is; the numpy reference (utils.kernels.topk.radix_topk) matches a
+passes of d-bit digits whatever k is; the numpy reference (utils.gpu.kernels.topk.radix_topk) matches a
 stable sort element for element.
 """
 from __future__ import annotations
@@ -15,9 +15,8 @@ import numpy as np
 
 from utils import catalog
 from utils.chain import Chain, as_float
-from utils.chains import Result
-from utils.kernels.topk import BUCKETS, DIGIT_BITS, keys, radix_thresholds, radix_topk, reference_topk
-from utils.params import Param, ParameterError
+from utils.gpu.kernels.topk import BUCKETS, DIGIT_BITS, keys, radix_thresholds, radix_topk, reference_topk
+from utils.params import Param, ParameterError, Result, Spec
 from utils.roofline import chip, time_floor
 from utils.units import fmt, pct, q
 from utils.verdicts import HOLDS, READING, WRONG, Claim
@@ -330,3 +329,6 @@ def exercises(p, ch) -> dict:
         "ex2-model": catalog.model("llama-3-70b").name, "ex2-rx": fmt(e2["R_x"]),
         "ex2-bytes": fmt((e2["R_x"] * e2["S"]).to("MB")), "ex3-shape": shape_for(V // 2, ch), "ex3-visits": fmt(P * V),
     }
+
+
+SPEC = Spec("top-k-radix-select", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)

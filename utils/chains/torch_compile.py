@@ -8,7 +8,7 @@ drops out. Dynamo and AOTAutograd move no byte themselves: they capture the forw
 graphs, which is what lets Inductor fuse each chain into one kernel (the kernel-fusion chain's byte
 ratio) and CUDA graphs replay the whole step as one launch. A graph break splits the step into one more
 graph and returns to Python; a recompile costs a compile per new shape, and past the recompile limit the
-frame runs eagerly. The counts of both (utils.compile_probe, with torch) are on the page, not here.
+frame runs eagerly. The counts of both (utils.gpu.compile_probe, with torch) are on the page, not here.
 """
 from __future__ import annotations
 
@@ -16,9 +16,8 @@ import numpy as np
 
 from utils import catalog
 from utils.chain import Chain, as_float
-from utils.chains import Result
 from utils.chains.kernel_fusion import fusion_chain
-from utils.params import Param
+from utils.params import Param, Result, Spec
 from utils.units import duration, fmt, num, pct, q, short
 from utils.verdicts import READING, WRONG, Claim
 
@@ -192,3 +191,6 @@ def exercises(p) -> dict:
             "ex3-fused": fmt(as_float(fp32["S_I"], ""), digits=2), "ex3-graphs": fmt(as_float(fp32["S_G"], ""), digits=2),
             "ex3-eager": duration(fp32["t_E"]), "ex3-share": pct(as_float(fp32["t_L"] / fp32["t_E"], "") * 2 *
                                                                   as_float(fp32["L"], "") * CLAIM_INPUTS["n_ops"])}
+
+
+SPEC = Spec("torch-compile", PARAMETERS, RESULTS, compute)

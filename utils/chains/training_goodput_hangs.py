@@ -1,16 +1,16 @@
 """training-goodput-hangs: goodput as the run's one number, and what a hang costs while the watchdog waits.
 
 Goodput is productive step time over wall time. With interruptions every M = 1/(r_f N), checkpoints every
-tau of delta each, and a stall t_r per interruption, utils.failures gives G = 1 - delta/tau - tau/(2 M_u)
+tau of delta each, and a stall t_r per interruption, utils.training.failures gives G = 1 - delta/tau - tau/(2 M_u)
 - t_r/M at Young's tau. A hang adds to t_r the time before anyone knows: the collective's timeout, during
 which every GPU of the job is busy waiting (an NCCL kernel spinning looks like work). The rank to blame
-is named by per-rank collective sequence numbers (utils.hang_detect, run for real in the chapter).
+is named by per-rank collective sequence numbers (utils.training.hang_detect, run for real in the chapter).
 """
 from __future__ import annotations
 
 from utils.chain import Chain, as_float
-from utils.chains import Result
-from utils.failures import (
+from utils.params import Param, Result, Spec
+from utils.training.failures import (
     GOODPUT_FORMULA,
     LLAMA3_INTERRUPTIONS_PER_GPU_DAY,
     LLAMA3_INTERRUPTIONS_SOURCE,
@@ -20,7 +20,6 @@ from utils.failures import (
     TAU_FORMULA,
     goodput,
 )
-from utils.params import Param
 from utils.units import duration, fmt, q
 from utils.verdicts import READING, Claim
 
@@ -86,7 +85,7 @@ def goodput_chain(n_gpus, rate, unplanned, hang, delta_min, restart_min, timeout
     ch.step("c_usd", "N*p_h", "USD/minute", "dollars per minute the job stalls")
     ch.step("H", "N*p_h*t_w", "USD", "one hang, until the default timeout fires")
     ch.step("H_s", "N*p_h*t_s", "USD", "one hang, until the smaller timeout fires")
-    # Second route: the shared function gives the same goodput (utils.failures is the book's one formula).
+    # Second route: the shared function gives the same goodput (utils.training.failures is the book's one formula).
     g2 = goodput(as_float(ch["tau"], "minute"), delta_min, as_float(ch["M_u"], "minute"),
                  as_float(ch["t_r"], "minute"), as_float(ch["M"], "minute"))
     assert abs(g2 - as_float(ch["G"])) < 1e-9
@@ -100,8 +99,8 @@ def compute(p) -> Chain:
 
 
 def default_chain() -> Chain:
-    from utils import chains
-    return compute(chains.check("training-goodput-hangs"))
+
+    return compute(SPEC.check())
 
 
 # --- the claims -----------------------------------------------------------------------------------
@@ -136,8 +135,8 @@ def claims() -> list[Claim]:
 
 def timeout_sweep(timeouts_min) -> dict:
     """Goodput and the dollars of one hang against the timeout, at the defaults."""
-    from utils import chains
-    p = chains.check("training-goodput-hangs")
+
+    p = SPEC.check()
     out = dict(timeout=list(timeouts_min), goodput=[], usd=[])
     for t in timeouts_min:
         ch = goodput_chain(p.n_gpus, p.interruptions_per_gpu_day, p.unplanned_fraction, p.hang_fraction,
@@ -155,8 +154,8 @@ def what_changes() -> dict:
 
 def exercises() -> dict:
     """Worked answers: a job of half the GPUs; a hang at an hour's timeout; the timeout that costs a point."""
-    from utils import chains
-    p = chains.check("training-goodput-hangs")
+
+    p = SPEC.check()
     half = goodput_chain(p.n_gpus // 2, p.interruptions_per_gpu_day, p.unplanned_fraction, p.hang_fraction,
                          p.checkpoint_minutes, p.restart_minutes, p.timeout_minutes, p.short_timeout_minutes,
                          p.price)
@@ -165,3 +164,6 @@ def exercises() -> dict:
     return {"ex1-gpus": fmt(q(p.n_gpus // 2, "GPU")), "ex1-usd": fmt(half["c_usd"]),
             "ex1-goodput": f"{fmt(as_float(half['G']) * 100)}%",
             "ex2-usd": fmt(hour["H"]), "ex2-goodput": f"{fmt(as_float(hour['G']) * 100)}%"}
+
+
+SPEC = Spec("training-goodput-hangs", PARAMETERS, RESULTS, compute)

@@ -15,11 +15,10 @@ import numpy as np
 
 from utils import catalog
 from utils.chain import Chain, as_float
-from utils.chains import Result
-from utils.collectives import data_parallel_bytes, tensor_parallel_bytes
 from utils.models import n_layers, param_count
-from utils.params import Param, ParameterError
+from utils.params import Param, ParameterError, Result, Spec
 from utils.training import ZERO_STAGE_NAMES, ZERO_STAGES, flops_per_parameter_token, zero_bytes_per_param, zero_comm_volume
+from utils.training.collectives import data_parallel_bytes, tensor_parallel_bytes
 from utils.units import fmt, num, pct, q, short
 from utils.verdicts import HOLDS, WRONG, Claim, sig_fig_tolerance, within
 
@@ -503,3 +502,6 @@ def exercises(p, ch: Chain) -> dict:
         "ex3-target": pct(target), "ex3-p": str(stages), "ex3-m": num(m_need), "ex3-mwhole": str(m_whole),
         "ex3-r": _count(r, "replica"), "ex3-mb": f"{p.micro_batch_tokens:,}",
         "ex3-batch": short(m_whole * r * p.micro_batch_tokens)}
+
+
+SPEC = Spec("training-state-memory", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)

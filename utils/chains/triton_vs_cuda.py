@@ -6,7 +6,7 @@ primitives from top-k-radix-select (the one-pass register heap, which needs warp
 four-pass radix select), shared-memory layout from bank-conflicts (the unpadded tile against the padded
 one), warp specialisation from flash-attention-versions (the serial tile against the overlapped one),
 launch control from torch-compile (a step of small kernels launched one by one against one graph). The
-claim is judged by counting the book's kernels (utils.triton_gaps.inventory) by the gaps each needs.
+claim is judged by counting the book's kernels (utils.gpu.triton_gaps.inventory) by the gaps each needs.
 """
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ import re
 import utils.chains.torch_compile as tc
 from utils import catalog
 from utils.chain import Chain, as_float
-from utils.chains import Result, defaults
+from utils.chains import bank_conflicts, flash_attention_versions, top_k_radix_select
 from utils.chains import bank_conflicts as bc
 from utils.chains import flash_attention_versions as fa
 from utils.chains import top_k_radix_select as tk
-from utils.params import Param, ParameterError
-from utils.triton_gaps import GAP, GAPS, NEEDS, decide, inventory, shuffle_reduction, tally, tree_reduction
+from utils.gpu.triton_gaps import GAP, GAPS, NEEDS, decide, inventory, shuffle_reduction, tally, tree_reduction
+from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, pct, q, short
 from utils.verdicts import READING, WRONG, Claim
 
@@ -87,9 +87,9 @@ def validate(p):
 
 def parts(gpu, model, k, launch_us) -> dict:
     """Each gap's chain, from the chapter that owns it, at that chapter's own defaults except the GPU."""
-    b, f = defaults("bank-conflicts"), defaults("flash-attention-versions")
+    b, f = bank_conflicts.SPEC.defaults(), flash_attention_versions.SPEC.defaults()
     return dict(
-        topk=tk.topk_chain(model, gpu, k, 4, defaults("top-k-radix-select")["batch_rows"], launch_us),
+        topk=tk.topk_chain(model, gpu, k, 4, top_k_radix_select.SPEC.defaults()["batch_rows"], launch_us),
         bank=bc.bank_chain(gpu, 4, 32, 33, b["matrix_n"], b["sm_clock_ghz"]),
         flash=fa.flash_chain(gpu, f["head_dim"], f["block_q"], f["block_k"], f["mufu_per_sm_per_clock"],
                              f["sm_clock_ghz"], f["batch_heads"], f["seq_len"]),
@@ -235,7 +235,7 @@ def figure_data(ch: Chain) -> dict:
 
 def what_changes(p) -> dict:
     k_reg = gaps_chain(p.gpu, p.model, tk.K_REG, p.launch_us)
-    f = defaults("flash-attention-versions")
+    f = flash_attention_versions.SPEC.defaults()
     c8 = fa.flash_chain(p.gpu, f["head_dim"], f["block_q"], f["block_k"], f["mufu_per_sm_per_clock"],
                         f["sm_clock_ghz"], f["batch_heads"], f["seq_len"], precision="fp8") \
         if "fp8_dense" in p.gpu else None
@@ -268,3 +268,6 @@ def exercises(p) -> dict:
 
 def needs_of(file: str, name: str) -> tuple:
     return NEEDS[(file, name)][0]
+
+
+SPEC = Spec("triton-vs-cuda", PARAMETERS, RESULTS, compute, validate=validate)

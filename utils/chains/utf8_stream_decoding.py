@@ -1,5 +1,5 @@
 """utf8-stream-decoding: a character cut between byte tokens, the naive per-token decode it breaks, and
-the buffered decoder (utils.utf8_stream) that the standard library's incremental decoder checks.
+the buffered decoder (utils.components.utf8_stream) that the standard library's incremental decoder checks.
 
 The chain enumerates every way to cut a sample text's bytes into pieces of at most L bytes (the
 compositions of its length), counts the splits the naive decoder survives (every cut at a character
@@ -7,17 +7,14 @@ boundary), and runs the buffered decoder and `codecs.getincrementaldecoder("utf-
 route counts both by dynamic programming; with no cap on a piece, the broken share is 1 - 2^-(n - c)
 for n bytes and c characters, since each of the n - 1 gaps is cut or not and only the c - 1 boundaries
 are safe. No tokenizer is installed offline, so the realistic split comes from byte-level BPE merges
-learned on a small corpus of this book's own (utils.utf8_stream.train_bpe).
+learned on a small corpus of this book's own (utils.components.utf8_stream.train_bpe).
 """
 from __future__ import annotations
 
 import inspect
 
 from utils.chain import Chain
-from utils.chains import Result
-from utils.params import Param, ParameterError
-from utils.units import fmt, pct
-from utils.utf8_stream import (
+from utils.components.utf8_stream import (
     INCOMPLETE,
     REPLACEMENT,
     StreamDecoder,
@@ -32,6 +29,8 @@ from utils.utf8_stream import (
     splits,
     train_bpe,
 )
+from utils.params import Param, ParameterError, Result, Spec
+from utils.units import fmt, pct
 from utils.verdicts import HOLDS, WRONG, Claim, sig_fig_tolerance, within
 
 PARAMETERS = (
@@ -104,7 +103,7 @@ def compute(p) -> Chain:
     t = tally(p.text, int(p.max_piece))
     tokens = stream_tokens(p.stream_text, int(p.n_merges))
     cut = sum(naive_raises([tok]) for tok in tokens)
-    src = "utils.utf8_stream: every split run"
+    src = "utils.components.utf8_stream: every split run"
     ch = Chain("Every split of the text, the naive decoder and the buffered one")
     ch.given("n", t["n_bytes"], "bytes of the text (UTF-8)", kind="assumption", source="parameters cell")
     ch.given("c", t["n_chars"], "characters of the text", kind="assumption", source="parameters cell")
@@ -118,9 +117,9 @@ def compute(p) -> Chain:
              kind="derived", source=src)
     ch.step("f_inf", "1 - 2**(c - n)", "", "broken share with no cap on a piece (closed form)")
     ch.given("T", len(tokens), "BPE tokens of the streamed reply", kind="derived",
-             source="utils.utf8_stream.bpe_encode on the book's corpus")
+             source="utils.components.utf8_stream.bpe_encode on the book's corpus")
     ch.given("T_cut", cut, "tokens that hold part of a character (naive decode raises)", kind="derived",
-             source="utils.utf8_stream.naive_raises")
+             source="utils.components.utf8_stream.naive_raises")
     ch.value("dp_total", count_splits(t["n_bytes"], int(p.max_piece)))
     ch.value("dp_safe", count_splits(t["n_bytes"], int(p.max_piece), boundaries(p.text)))
     return ch
@@ -225,7 +224,7 @@ def flush_rows(emoji: str = "👍") -> list[list[str]]:
     return rows
 
 
-# The cases tests/test_utf8_stream.py runs on every split (it imports them from here).
+# The cases tests/components/test_utf8_stream.py runs on every split (it imports them from here).
 VALID_CASES = ("a", "é", "€", "👍", "aé€👍", "👍👍", "€a€", "Ω😀", "naïve")
 INVALID_CASES = (b"\xff", b"\x80", b"a\x80b", b"\xc0\xaf", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xf0\x9f\x91",
                  b"\xe2\x82a", b"\xf0\x9fa\x8d", b"\xe0\x80\xaf", b"\xc3", b"a\xf0", b"\xf8\x88\x80\x80\x80")
@@ -282,3 +281,6 @@ def exercises(p) -> dict:
             "ex2-max": fmt(max(len(ch.encode("utf-8")) for ch in "\U0010ffff") - 1),
             "ex3-repl": fmt(garbage.count(REPLACEMENT)),
             "ex3-lost": fmt(sum(len(ch.encode()) > 1 and ch not in garbage for ch in set(s)))}
+
+
+SPEC = Spec("utf8-stream-decoding", PARAMETERS, RESULTS, compute, validate=validate)

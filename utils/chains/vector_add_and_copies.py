@@ -12,8 +12,7 @@ from pathlib import Path
 
 from utils import catalog
 from utils.chain import Chain, as_float
-from utils.chains import Result
-from utils.params import Param, ParameterError
+from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, pct, q, short
 from utils.verdicts import WRONG, Claim, judge, sig_fig_tolerance
 
@@ -32,10 +31,10 @@ LINK_EFF_SOURCE = ("this book's assumption: PCIe 5 packet overhead (a transactio
                    "of about 24 B on each 256 B payload) leaves about 91% of the one-way rate, and DMA "
                    "copies reach a few points less; the host-device-copy measurement replaces it")
 DATASHEET = "datasheet rate (no loss assumed)"
-# The Triton kernel's launch (utils/kernels/vector_add.py: DEFAULT_BLOCK, DEFAULT_WARPS; a test holds
+# The Triton kernel's launch (utils/gpu/kernels/vector_add.py: DEFAULT_BLOCK, DEFAULT_WARPS; a test holds
 # them equal, since this module may not import the kernel, which imports torch).
 TRITON_BLOCK, TRITON_WARPS = 1024, 4
-CUDA_SOURCE = Path(__file__).resolve().parents[1] / "cuda" / "vector_copy_add.cu"
+CUDA_SOURCE = Path(__file__).resolve().parents[1] / "gpu" / "cuda" / "vector_copy_add.cu"
 
 PARAMETERS = (
     Param("n_elements", 100e6, "elements in each of a, b and c", check="whole",
@@ -288,3 +287,6 @@ def exercises(link_efficiency=0.85) -> dict:
         "ex3-n": f"{n3:,}", "ex3-B": fmt(B3), "ex3-G": f"{g3:,}", "ex3-idle": fmt(i3), "ex3-max": f"{2**31:,}",
         "ex3-wrong": f"{n3 - 2**31:,}", "ex3-bytes": fmt(q(n3 * 4, "B").to("GB")),
     }
+
+
+SPEC = Spec("vector-add-and-copies", PARAMETERS, RESULTS, compute, validate=validate)

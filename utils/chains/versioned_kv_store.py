@@ -2,7 +2,7 @@
 binary search; what a read costs, what a version costs in memory, and the read cases that decide whether
 the design is right.
 
-The store is utils.versioned_store (bisect, tombstones, out-of-order appends, one lock). This module
+The store is utils.components.versioned_store (bisect, tombstones, out-of-order appends, one lock). This module
 prices it (comparisons per read against a scan, bytes per version) and runs it on a seeded sequence of
 writes, reading every key at every version against an independent sweep, beside the off-by-one variant
 (bisect_left instead of bisect_right).
@@ -13,11 +13,10 @@ import random
 import sys
 
 from utils.chain import Chain
-from utils.chains import Result
-from utils.params import Param
+from utils.components.versioned_store import TOMBSTONE, VersionedStore, comparisons, read_case
+from utils.params import Param, Result, Spec
 from utils.units import fmt, pct, q, short
 from utils.verdicts import READING, WRONG, Claim
-from utils.versioned_store import TOMBSTONE, VersionedStore, comparisons, read_case
 
 PARAMETERS = (
     Param("n_keys", 1000000, "keys in the store", check="whole", source="this book's assumption"),
@@ -93,7 +92,7 @@ def memory_chain(p) -> Chain:
     ch.given("c_bin", max(comparisons(p.versions_per_key, t) for t in (0, p.versions_per_key // 2,
                                                                         p.versions_per_key + 1)),
              "comparisons bisect_right makes (counted, worst of three reads)", kind="derived",
-             source="utils.versioned_store.comparisons")
+             source="utils.components.versioned_store.comparisons")
     ch.step("c_scan", "(v + 1)/2", "", "comparisons a scan makes, read at a random version")
     ch.step("x", "c_scan/c_bin", "", "scan over binary search")
     ch.given("b_ver", q(p.version_bytes, "B"), "bytes of one version number", kind="assumption",
@@ -212,7 +211,7 @@ def exercises(p, ch: Chain) -> dict:
 
 def out_of_order_rows() -> list[list[str]]:
     """A write below the key's newest version, after a read was answered, under each policy."""
-    from utils.versioned_store import OutOfOrderWrite
+    from utils.components.versioned_store import OutOfOrderWrite
     stores = {policy: VersionedStore(out_of_order=policy) for policy in ("insort", "refuse")}
     steps = [("put a = new at version 10", lambda s: s.put("a", "new", version=10)),
              ("read a at version 7", lambda s: s.get("a", 7)),
@@ -230,3 +229,6 @@ def out_of_order_rows() -> list[list[str]]:
                 cells.append(f"refused: {e}")
         rows.append([label] + cells)
     return rows
+
+
+SPEC = Spec("versioned-kv-store", PARAMETERS, RESULTS, compute)

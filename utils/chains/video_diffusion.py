@@ -5,7 +5,7 @@ frames x height x width pixels -> a VAE latent (time / 4, each side / 8, 16 chan
 -> per request (x steps, x 2 for classifier-free guidance) -> seconds on a node at a measured MFU ->
 GPU-seconds and dollars per video -> nodes for an hourly demand. The arithmetic intensity of one pass is
 about the token count, hundreds of times the chip's ridge, so batching videos buys nothing: the queue,
-not the batch, is the design (utils/diffusion.py: JobQueue).
+not the batch, is the design (utils/serving/diffusion.py: JobQueue).
 """
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ import math
 
 import numpy as np
 
-from utils import catalog, diffusion
+from utils import catalog
 from utils.chain import Chain
-from utils.chains import Result
-from utils.params import Param, ParameterError
+from utils.params import Param, ParameterError, Result, Spec
 from utils.roofline import chip
+from utils.serving import diffusion
 from utils.units import duration, fmt, num, q
 from utils.verdicts import READING, WRONG, Claim
 
@@ -262,3 +262,6 @@ def exercises() -> dict:
 
 def nodes_needed(ch) -> int:
     return math.ceil(ch["n_nodes"].m)
+
+
+SPEC = Spec("video-diffusion", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)

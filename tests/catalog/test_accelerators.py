@@ -1,0 +1,102 @@
+"""Accelerators and runs: TPU v4 and v5p, H100 PCIe, MI325X, and PaLM's pre-training run
+with its model, each figure against the source and table it was read from."""
+from __future__ import annotations
+
+import pytest
+
+from utils import catalog, chains
+from utils.models import param_count
+from utils.units import Q_
+
+NEW = ("tpu-v4", "tpu-v5p", "h100-pcie", "mi325x")
+
+
+def test_new_accelerators_are_in_the_catalog_with_dated_sources():
+    assert set(NEW) <= set(catalog.keys("accelerator"))
+    for key in NEW:
+        e = catalog.accelerator(key)
+        for name, v in e.values.items():
+            for x in (v, *v.alternatives):
+                assert x.source.url.startswith("https://") and x.source.read == "2026-12-01", f"{key}.{name}"
+                assert x.kind in catalog.KINDS
+                assert x.kind == "spec" or x.note, f"{key}.{name}: a non-spec value needs a note"
+
+
+def test_tpu_v4_datasheet_figures():
+    """Google Cloud, TPU v4 system architecture: 275 TFLOP/s bf16, 32 GiB HBM2 at 1,200 GB/s, 4,096 chips a pod."""
+    e = catalog.accelerator("tpu-v4")
+    assert e.q("bf16_dense").to("TFLOP/s").m == pytest.approx(275)
+    assert e.q("hbm_capacity") == Q_(32, "GiB")                       # binary, as printed
+    assert e.q("hbm_capacity").to("GB").m == pytest.approx(34.36, rel=1e-3)
+    assert e.q("hbm_bandwidth").to("GB/s").m == 1200
+    assert e["power_measured_max"].kind == "measured"
+    assert "bf16_sparse" not in e and "tdp" not in e                 # Google publishes neither
+
+
+def test_tpu_v5p_keeps_both_capacity_units():
+    """TPU v5p: 459 TFLOP/s bf16, 2,765 GB/s; 95 GB on one revision of the page, 95 GiB on the newer one."""
+    e = catalog.accelerator("tpu-v5p")
+    assert e.q("bf16_dense").to("TFLOP/s").m == pytest.approx(459)
+    assert e.q("hbm_bandwidth").to("GB/s").m == 2765
+    assert e.q("hbm_capacity") == Q_(95, "GB")
+    assert [a.q for a in e["hbm_capacity"].alternatives] == [Q_(95, "GiB")]
+    assert e.q("scaleup_bandwidth_bidirectional") == 2 * e.q("scaleup_bandwidth_unidirectional")
+    assert e.q("scaleup_bandwidth_unidirectional").to("Gbit/s").m == pytest.approx(4800)   # 'ICI BW 4800 Gbps'
+
+
+def test_h100_pcie_is_the_sxm_die_cut_down():
+    """NVIDIA's H100 table: PCIe BF16 1,513 TFLOPS with sparsity (dense half), 80 GB HBM2e at 2,000 GB/s,
+    114 SMs, 350 W (product brief), against SXM5's 1,979 / 3,350 GB/s / 132 SMs / 700 W."""
+    pcie, sxm = catalog.accelerator("h100-pcie"), catalog.accelerator("h100-sxm")
+    assert pcie.q("bf16_dense").to("TFLOP/s").m == pytest.approx(756.5)
+    assert pcie.q("bf16_sparse") == 2 * pcie.q("bf16_dense")
+    assert pcie.q("hbm_bandwidth").to("GB/s").m == 2000 and pcie.q("tdp").to("W").m == 350
+    assert [a.q.to("W").m for a in pcie["tdp"].alternatives] == [300]
+    # the dense rate scales with the SMs enabled and the clock: 114/132 of SXM's rate, at a lower boost clock
+    assert pcie.q("bf16_dense") / sxm.q("bf16_dense") < pcie.q("sm_count") / sxm.q("sm_count")
+    assert pcie.q("scaleup_link") == "pcie5-x16"
+    assert pcie.q("scaleup_bandwidth_bidirectional") == catalog.interconnect("pcie5-x16").q("bandwidth_bidirectional")
+
+
+def test_mi325x_is_mi300x_with_more_hbm():
+    mi325, mi300 = catalog.accelerator("mi325x"), catalog.accelerator("mi300x")
+    assert mi325.q("bf16_dense") == mi300.q("bf16_dense")
+    assert mi325.q("hbm_capacity") == Q_(256, "GB") and mi325.q("hbm_bandwidth").to("TB/s").m == 6.0
+    assert [a.q for a in mi325["hbm_capacity"].alternatives] == [Q_(256, "GiB")]
+    assert mi325["bf16_sparse"].kind == "assumption"
+
+
+# --- PaLM: the run and the model ----------------------------------------------------------------------
+def test_palm_model_counts_to_its_published_size():
+    """PaLM Table 1: 540.35B parameters; counting the architecture (118 layers, 18,432 wide, 48 heads of 256,
+    one K/V head, SwiGLU of 4 d_model, 256k tied vocabulary) gives 540.36B."""
+    m = catalog.model("palm-540b")
+    counted = param_count(m)["total"].to("parameter").m
+    assert counted == pytest.approx(m.q("params_total").to("parameter").m, rel=1e-4)
+    assert param_count(m)["active"] == param_count(m)["total"]          # dense, tied: every weight is used
+
+
+def test_palm_run_figures_are_consistent():
+    """PaLM: 6ND on 540B and 780B tokens is its compute table's 2527.2 ZFLOP; 238.3K tokens/s at 6N + 12LHQT
+    per token on 6,144 chips of 275 TFLOP/s is its 46.2% MFU (Table 3, Appendix B)."""
+    run = catalog.run("palm-540b-pretraining")
+    assert run.q("model") == "palm-540b" and run.q("accelerator") == "tpu-v4"
+    assert 6 * 540e9 * run.q("tokens").to("token").m == pytest.approx(run.q("train_flops").to("FLOP").m, rel=1e-6)
+    m = catalog.model("palm-540b")
+    n = param_count(m)["active"].to("parameter").m
+    L, hq, T = m.q("n_layers").m, m.q("n_heads").m * m.q("head_dim").m, run.q("seq_len").to("token").m
+    achieved = run.q("tokens_per_second").to("token/s").m * (6 * n + 12 * L * hq * T)
+    peak = run.q("chips").to("GPU").m * catalog.accelerator("tpu-v4").q("bf16_dense").to("FLOP/s").m
+    assert achieved / peak == pytest.approx(run.q("mfu").m, abs=0.0005)
+    assert run.q("chips").m == 2 * run.q("chips_half").m == 6144
+
+
+def test_rederive_fleet_size_on_tpu_v4_gives_palms_6144_chips():
+    """fleet-size --set gpu=tpu-v4 with PaLM's size, tokens, MFU and basis, and the compute time its throughput
+    implies (780B / 238.3K tokens/s = 37.9 days, not the 1,200 + 336 hours of wall clock): 6,144 chips within
+    0.15% (the rounding of the printed 46.2% and 238.3K)."""
+    run = catalog.run("palm-540b-pretraining")
+    days = (run.q("tokens") / run.q("tokens_per_second")).to("day").m
+    d = chains.derive("fleet-size", gpu="tpu-v4", model="palm-540b", n_tokens=780e9, mfu=0.462,
+                      mfu_basis="6N+attention", seq_len=2048, run_days=days, headroom=0.0, gpus_per_node=4)
+    assert d["gpus_exact"].to("GPU").m == pytest.approx(6144, rel=0.0015)

@@ -1,0 +1,75 @@
+"""cost-per-training-token's chain: the claims judged on their own inputs, the model as one parameter,
+bad inputs refused, and properties."""
+import pytest
+
+from utils import catalog, chains
+from utils.chains import cost_per_training_token as cost
+from utils.models import kv_bytes_per_token, param_count
+from utils.params import ParameterError
+from utils.verdicts import READING
+
+
+def test_training_token_claim_at_the_contract_rate():
+    judged = {c.name: c for c in cost.claims()}
+    c = judged["training-token"]
+    assert c.verdict == READING and "contract rate" in c.reading
+    cc = cost.claim_chain()
+    # 6 x 70e9 FLOP / (0.4 x 989.4e12 FLOP/s) x 2.35 USD / 3600 s
+    assert cc["c_t"].to("USD/token").m == pytest.approx(6 * 70e9 / (0.4 * 989.4e12) * 2.35 / 3600, rel=1e-12)
+    assert abs(cc["c_t"].to("USD/token").m / 0.75e-6 - 1) < cost.tolerance() == pytest.approx(1 / 6)
+    assert "per token per token" not in c.claimed and "USD/token per token" not in c.claimed
+
+
+def test_on_demand_prices_fall_outside_the_claim():
+    per = cost.checks()["per_rate"]
+    assert abs(per["contract_1y"] - 1) < cost.tolerance() and abs(per["runpod_community"] - 1) < cost.tolerance()
+    assert per["lambda_on_demand"] > 1.5 and per["aws_p5_on_demand"] > 2.5
+
+
+def test_cheaper_holds_only_for_generated_tokens_at_small_batch_or_long_context():
+    ck = cost.checks()
+    assert ck["cc"]["rho"].m > 1 and ck["wonly"]["rho"].m < 1
+    assert (ck["cc"]["c_p"] / ck["cc"]["c_t"]).m == pytest.approx(1 / 3)
+    assert {c.name: c for c in cost.claims()}["cheaper"].verdict == READING
+
+
+def test_llama3_model_card_route():
+    ck = cost.checks()   # 6.4M GPU-hours for 70B on 15T tokens: about 28% MFU over the whole run
+    assert ck["card_mfu"] == pytest.approx(6 * 70e9 * 15e12 / (6.4e6 * 3600 * 989.4e12), rel=1e-9)
+
+
+def test_the_kv_bytes_follow_the_model():
+    """The mixing trap: a different model brings its own cache, never Llama-3-70B's."""
+    for key in ("llama-3-8b", "deepseek-v3"):
+        ch = cost.compute(chains.check("cost-per-training-token", model=key))
+        m = catalog.model(key)
+        assert ch["kappa"].m == pytest.approx(kv_bytes_per_token(m, 2.0).to("byte/token").m)
+        assert ch["N"].m == pytest.approx(param_count(m)["active"].m)
+        assert ch["N_w"].m == pytest.approx(param_count(m)["total"].m)
+    fp8 = cost.compute(chains.check("cost-per-training-token", kv_bytes_per_element=1.0))
+    assert fp8["kappa"].m == pytest.approx(cost.compute(chains.check("cost-per-training-token"))["kappa"].m / 2)
+
+
+@pytest.mark.parametrize("values, message", [
+    ({"n_params": 70e9}, "n_params cannot be set"),
+    ({"kv_bytes_per_token": 327680.0}, "kv_bytes_per_token cannot be set"),
+    ({"mfu": 0.0}, "mfu must be a fraction"),
+    ({"rent_usd_per_gpu_hour": -1.0}, "rent_usd_per_gpu_hour must be > 0"),
+    ({"decode_batch": 0}, "decode_batch must be a whole number"),
+    ({"decode_context": -1}, "decode_context must be >= 0"),
+    ({"gpu": "h1000"}, "unknown accelerator"),
+])
+def test_bad_inputs_are_refused(values, message):
+    with pytest.raises(ParameterError, match=message):
+        chains.derive("cost-per-training-token", **values)
+
+
+def test_properties():
+    base = chains.derive("cost-per-training-token")
+    dear = chains.derive("cost-per-training-token", rent_usd_per_gpu_hour=4.70)
+    assert dear["usd_per_training_token"].m == pytest.approx(2 * base["usd_per_training_token"].m)
+    better = chains.derive("cost-per-training-token", mfu=0.8)
+    assert better["run_cost"].m == pytest.approx(base["run_cost"].m / 2)
+    bigger = chains.derive("cost-per-training-token", decode_batch=128)
+    assert bigger["usd_per_inference_token"] < base["usd_per_inference_token"]
+    assert base["usd_per_prompt_token"].m == pytest.approx(base["usd_per_training_token"].m / 3)

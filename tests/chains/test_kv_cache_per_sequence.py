@@ -1,0 +1,64 @@
+"""kv-cache-per-sequence: the claims on their own inputs, the published figures, refusals, properties."""
+import pytest
+
+from utils import catalog, chains
+from utils.chains import kv_cache_per_sequence as kv
+from utils.models import kv_bytes_per_token
+from utils.params import ParameterError
+from utils.verdicts import HOLDS, READING
+
+SLUG = "kv-cache-per-sequence"
+
+
+def test_claims_on_their_own_inputs():
+    third, mistake = kv.claims()
+    assert third.verdict == READING and "bf16" in third.reading
+    assert mistake.verdict == HOLDS
+    ck = kv.checks()
+    assert ck["ratio"] == pytest.approx(0.3044, abs=5e-4)          # "a third", within a tenth
+    assert ck["short"]["rho"].m < 0.05                              # at Llama 3's own window it fails
+    assert ck["claim"]["x"].m == 8 == 64 // 8
+
+
+def test_published_figures():
+    r = chains.derive(SLUG)
+    assert r["kv_bytes_per_token"].to("B/token").m == 2 * 80 * 8 * 128 * 2      # 2 L H_kv d_h b
+    assert r["kv_bytes_per_sequence"].to("GB").m == pytest.approx(327680 * 131072 / 1e9)
+
+
+def test_every_model_agrees_with_utils_models():
+    assert all(kv.checks()["route"].values())
+    for key in catalog.keys("model"):
+        got = chains.derive(SLUG, model=key)["kv_bytes_per_token"]
+        assert got.to("B/token").m == kv_bytes_per_token(catalog.model(key), 2).to("B/token").m
+
+
+@pytest.mark.parametrize("bad", [dict(model="llama-4"), dict(context_tokens=0), dict(context_tokens=2.5),
+                                 dict(kv_bytes_per_element=-1)])
+def test_bad_inputs_are_refused_with_the_name(bad):
+    (name,) = bad
+    with pytest.raises(ParameterError, match=name):
+        chains.derive(SLUG, **bad)
+
+
+@pytest.mark.parametrize("name", sorted(kv.REFUSED))
+def test_loose_architecture_overrides_are_refused(name):
+    with pytest.raises(ParameterError, match=f"{name} cannot be set"):
+        chains.derive(SLUG, **{name: 8})
+
+
+def test_properties():
+    base = chains.derive(SLUG)
+    half = chains.derive(SLUG, context_tokens=65536)
+    assert half["kv_bytes_per_sequence"].m == pytest.approx(base["kv_bytes_per_sequence"].m / 2)
+    fp8 = chains.derive(SLUG, kv_bytes_per_element=1)
+    assert fp8["kv_over_weights"].m == pytest.approx(base["kv_over_weights"].m / 2)
+    mla = chains.derive(SLUG, model="deepseek-v3")
+    assert mla["kv_bytes_per_token"] < base["kv_bytes_per_token"]     # latent attention compresses it
+
+
+def test_a_real_allocation_matches_the_formula():
+    pytest.importorskip("torch")
+    from utils.serving.kv_alloc import allocation_check
+    alloc = allocation_check(batch=1, tokens=17)
+    assert alloc["exact"] and len(alloc["rows"]) == 9

@@ -1,0 +1,70 @@
+"""latency-slos-goodput's chain: the claim's reading, the published figures, bad inputs, properties."""
+import numpy as np
+import pytest
+
+from utils import chains
+from utils.chains import latency_slos_goodput as lsg
+from utils.params import ParameterError
+from utils.serving import batching
+from utils.verdicts import READING
+
+
+def test_claim_holds_under_its_reading_and_every_link_is_checked():
+    (c,) = lsg.claims()
+    assert c.verdict == READING and c.reading
+    assert lsg.check_holds(lsg.checks())
+
+
+def test_published_figures_are_re_derived():
+    r = chains.derive("latency-slos-goodput")
+    assert r["max_goodput_rate"].m == pytest.approx(26.0, abs=0.05)
+    assert r["saturation_throughput"].m == pytest.approx(14371, rel=1e-3)
+    assert r["slo_attainment"].m >= 0.99 and r["goodput"].m <= 20.0
+
+
+def test_saturation_rate_closed_form():
+    ch = chains.derive("latency-slos-goodput")
+    rep = lsg.claim_replica()
+    c = rep.chain
+    B, o = c["B"].m, c["o"].to("token").m
+    lam = 1 / (c["t_pf"].to("s").m + o * c["t_dec"].to("s").m / B)
+    assert rep.lam == pytest.approx(lam, rel=1e-9)
+    assert ch["saturation_throughput"].m == pytest.approx(lam * o, rel=1e-9)
+
+
+def test_union_bound_and_little_law_in_the_queue():
+    rep = lsg.claim_replica()
+    for rate in (10.0, 30.0):
+        m = rep.at(rate)
+        assert m["attainment"] >= m["att_ttft"] + m["att_tpot"] - 1 - 1e-12
+        r = rep.run(rate)
+        assert r["batch_time"] == pytest.approx(float(np.sum(r["finish"] - r["first"])), rel=1e-9)
+
+
+@pytest.mark.parametrize("bad", [dict(percentile=1.5), dict(n_requests=100), dict(arrival_rate=0.0),
+                                 dict(gpu="h999"), dict(gpus_per_replica=1), dict(engine_efficiency=0.0),
+                                 dict(mean_prompt_tokens=10 ** 6)])
+def test_bad_inputs_are_refused(bad):
+    with pytest.raises(ParameterError):
+        chains.derive("latency-slos-goodput", **bad)
+
+
+@pytest.mark.parametrize("name", ["n_params", "n_layers", "kv_bytes_per_token"])
+def test_a_loose_architecture_override_is_refused(name):
+    with pytest.raises(ParameterError, match=f"{name} cannot be set.*model"):
+        chains.derive("latency-slos-goodput", **{name: 1.0})
+
+
+def test_a_slower_engine_serves_less_and_a_stricter_percentile_costs_capacity():
+    base = chains.derive("latency-slos-goodput")
+    slow = chains.derive("latency-slos-goodput", engine_efficiency=0.5)
+    assert slow["saturation_throughput"].m == pytest.approx(base["saturation_throughput"].m / 2, rel=1e-9)
+    assert slow["max_goodput_rate"].m < base["max_goodput_rate"].m
+    strict = chains.derive("latency-slos-goodput", percentile=0.999)
+    assert strict["max_goodput_rate"].m < base["max_goodput_rate"].m
+
+
+def test_workload_is_seeded():
+    a = batching.workload(600, 1024, 512, 8192, 1)
+    b = batching.workload(600, 1024, 512, 8192, 1)
+    assert all((x == y).all() for x, y in zip(a, b))

@@ -1,0 +1,59 @@
+"""prefix-caching's chain: the claim's arithmetic and simulation, published figures, bad inputs, properties."""
+import pytest
+
+from utils import chains
+from utils.chains import prefix_caching as pc
+from utils.params import ParameterError
+from utils.serving.prefix_cache import ExactPromptCache
+from utils.verdicts import READING
+
+
+def test_claim_holds_under_its_reading():
+    (c,) = pc.claims()
+    assert c.verdict == READING and c.reading
+    ck = pc.checks()
+    assert pc.check_holds(ck)
+    assert ck["counts"]["radix"] == (2000, 999) and ck["churned"] == 2000 * 1000
+
+
+def test_published_figures_are_re_derived():
+    r = chains.derive("prefix-caching")
+    assert r["prefix_kv_bytes"].m == pytest.approx(2000 * 80 * 8 * 128 * 2 * 2)     # Llama-3-70B, bf16 K and V
+    assert r["gpu_seconds_saved_per_hour"].m == pytest.approx(572.0, abs=0.5)
+    assert r["trace_hit_rate"].m == pytest.approx(0.958, abs=1e-3)
+
+
+def test_multi_turn_closed_form_matches_the_simulator():
+    ck = pc.checks()
+    assert ck["fixed_sim"]["prompt_tokens"] == ck["fixed_prompt"]
+    assert ck["fixed_sim"]["prefilled_tokens"] == ck["fixed_prefilled"]
+
+
+def test_a_flat_table_hits_only_on_an_exact_repeat():
+    t = ExactPromptCache()
+    assert t.serve((1, 2, 3), (4,)) == (0, 3)
+    assert t.serve((1, 2, 3, 4)) == (4, 0)          # the finished sequence is a key too
+    assert t.serve((1, 2, 3, 4, 5)) == (0, 5)
+
+
+@pytest.mark.parametrize("bad", [dict(prefix_tokens=10 ** 6), dict(mfu=1.5), dict(requests_per_hour=0.5),
+                                 dict(cache_capacity_tokens=8), dict(gpu="h999"), dict(block_tokens=0)])
+def test_bad_inputs_are_refused(bad):
+    with pytest.raises(ParameterError):
+        chains.derive("prefix-caching", **bad)
+
+
+@pytest.mark.parametrize("name", ["n_params", "n_layers", "kv_bytes_per_token"])
+def test_a_loose_architecture_override_is_refused(name):
+    with pytest.raises(ParameterError, match=f"{name} cannot be set.*model"):
+        chains.derive("prefix-caching", **{name: 1.0})
+
+
+def test_more_requests_save_more_and_fp8_halves_the_kv():
+    base = chains.derive("prefix-caching")
+    more = chains.derive("prefix-caching", requests_per_hour=2000.0)
+    assert more["prefill_flops_saved_per_hour"].m == pytest.approx(base["prefill_flops_saved_per_hour"].m * 1999 / 999)
+    fp8 = chains.derive("prefix-caching", kv_bytes_per_element=1)
+    assert fp8["prefix_kv_bytes"].m == pytest.approx(base["prefix_kv_bytes"].m / 2)
+    small = chains.derive("prefix-caching", cache_capacity_tokens=4096)
+    assert small["trace_hit_rate"].m < base["trace_hit_rate"].m

@@ -1,0 +1,56 @@
+"""serverless-cold-start's chain: the claim and its verdict, each stage from bytes and rate, the snapshot
+floor, the pool against the simulated pool, bad input refused, and properties."""
+import pytest
+
+from utils import chains
+from utils.chains import serverless_cold_start as sc
+from utils.params import ParameterError
+from utils.serving import warm_pool
+from utils.verdicts import READING
+
+
+def test_claim_holds_under_its_reading():
+    (c,) = sc.claims()
+    assert c.verdict == READING and c.reading
+    k = sc.checks()
+    assert k["chain"]["T_c"].to("s").m > sc.BUDGET_S >= k["chain"]["T_s"].to("s").m
+
+
+def test_stages_are_bytes_over_rates():
+    ch = sc.chain(sc.claim_inputs())
+    assert ch["t_img"].to("s").m == pytest.approx(10e9 / 0.1e9)
+    assert ch["M_w"].to("GB").m == pytest.approx(16.06, abs=0.01)          # Llama-3-8B, bf16
+    assert ch["r_w"].to("GB/s").m == pytest.approx(2.85)                    # the object store binds
+    assert sc.checks()["serial"]["ready"] == pytest.approx(ch["T_c"].to("s").m)
+
+
+def test_overlap_shortens_but_never_below_the_longest_path():
+    k = sc.checks()
+    ov = k["overlapped"]["timeline"]
+    assert ov["ready"] < k["serial"]["ready"]
+    assert k["overlapped"]["path"][0] == "image pull"
+
+
+def test_pool_matches_simulation_and_beats_the_mean():
+    out = chains.derive("serverless-cold-start")
+    assert abs(out["cold_share"].m - out["cold_share_simulated"].m) < 3e-3
+    ch = sc.chain(sc.claim_inputs())
+    assert out["pool_snapshot"].m > ch["a_s"].m
+    assert warm_pool.poisson_tail(ch["a_s"].m, int(out["pool_snapshot"].m) - 1) > 0.01
+
+
+@pytest.mark.parametrize("name,value", [("registry_rate", 0.0), ("target", 1.5), ("weights_from", "tape"),
+                                        ("snapshot_restore_s", 0.01), ("model", "no-such-model")])
+def test_bad_input_is_refused_naming_it(name, value):
+    with pytest.raises(ParameterError, match=name if name != "snapshot_restore_s" else "snapshot_restore_s"):
+        chains.derive("serverless-cold-start", **{name: value})
+
+
+def test_faster_starts_need_smaller_pools_and_packing_raises_margin():
+    base = chains.derive("serverless-cold-start")
+    cache = chains.derive("serverless-cold-start", weights_from="page-cache")
+    assert cache["cold_start"] < base["cold_start"]
+    assert base["pool_snapshot"] < base["pool_cold"]
+    packed = chains.derive("serverless-cold-start", isolation="packed")
+    assert packed["margin"] > base["margin"]
+    assert chains.derive("serverless-cold-start", request_rate=10.0)["margin"] > base["margin"]

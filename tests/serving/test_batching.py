@@ -1,0 +1,44 @@
+"""utils.serving.batching: the decode step on the roofline, the seeded trace, and the two engines."""
+import numpy as np
+import pytest
+
+from utils.serving import batching
+
+E = batching.Engine(wbytes=140e9, kvs=1.3e9, W=8 * 3.35e12, P=8 * 989e12, f=2.9e11, kNa=1.4e11, att=2.6e5, akv=3.3e5)
+
+
+def test_step_is_flat_then_linear_on_the_roofline():
+    assert batching.step_time(E, 0) == pytest.approx(E.wbytes / E.W)
+    t = batching.step_time(E, np.array([1, 2, 3]))
+    assert np.diff(t) == pytest.approx([E.kvs / E.W] * 2)
+    assert batching.memory_bound(E, 1)
+    compute_heavy = batching.Engine(**{**E.__dict__, "f": 1e15})
+    assert not batching.memory_bound(compute_heavy, 10)
+
+
+def test_trace_is_seeded_and_fits_the_context():
+    p1, o1 = batching.trace(500, 1024, 512, 4096, seed=3)
+    p2, o2 = batching.trace(500, 1024, 512, 4096, seed=3)
+    assert (p1 == p2).all() and (o1 == o2).all()
+    assert (p1 + o1 <= 4096).all() and o1.min() >= 2 and len(p1) == 500
+
+
+def test_equal_replies_waste_no_static_slot():
+    p, o = np.full(64, 100), np.full(64, 50)
+    assert batching.static(p, o, 16, E)["slot_use"] == pytest.approx(1)
+
+
+def test_continuous_beats_static_on_exponential_replies_by_about_the_closed_form():
+    B = 64
+    sim = batching.serve(E, B, 4096, 1024, 512, 512, seed=0)
+    assert sim["ratio"] > 1
+    closed = batching.static_closed_form(E, B, 1024, 512, 4096)
+    assert sim["static"]["slot_use"] == pytest.approx(closed["slot_use"], rel=0.15)
+
+
+def test_expected_longest_of_exponentials_is_the_harmonic_number():
+    assert batching.harmonic(1) == 1 and batching.harmonic(3) == pytest.approx(11 / 6)
+    j = np.arange(1, 200_000)
+    mean = 1000.0
+    pmf = np.exp(-(j - 1) / mean) - np.exp(-j / mean)
+    assert batching.expected_longest(j, pmf, 8) == pytest.approx(mean * batching.harmonic(8), rel=2e-3)

@@ -1,0 +1,57 @@
+"""utils.training.collectives: the ring's per-rank bytes, nccl-tests' bus bandwidth, the simulated ring."""
+import pytest
+
+from utils.training import collectives as c
+from utils.units import q
+
+
+@pytest.mark.parametrize("n, factor", [(1, 0.0), (2, 1.0), (8, 1.75), (64, 2 * 63 / 64)])
+def test_ring_factor(n, factor):
+    assert c.ring_allreduce_factor(n) == pytest.approx(factor)
+    assert c.all_gather_bytes(1.0, n) + c.reduce_scatter_bytes(1.0, n) == pytest.approx(factor)
+
+
+def test_factor_tends_to_two_and_never_reaches_it():
+    fs = [c.ring_allreduce_factor(n) for n in (2, 4, 16, 256, 65536)]
+    assert fs == sorted(fs) and all(f < 2 for f in fs) and fs[-1] > 1.9999
+
+
+def test_bytes_keep_their_units():
+    v = c.allreduce_bytes(q(16, "GB"), 8)
+    assert v.to("GB").m == pytest.approx(28)
+    assert c.bus_bandwidth(q(16, "GB"), q(1, "s"), 8).to("GB/s").m == pytest.approx(28)
+
+
+def test_bus_bandwidth_factors():
+    assert c.bus_bandwidth(1.0, 1.0, 4, "all_gather") == pytest.approx(0.75)
+    assert c.bus_bandwidth(1.0, 1.0, 4, "broadcast") == 1.0
+    with pytest.raises(ValueError, match="unknown collective"):
+        c.bus_factor(4, "gossip")
+    with pytest.raises(ValueError, match="whole number of ranks"):
+        c.bus_factor(0)
+
+
+@pytest.mark.parametrize("n", [2, 3, 8, 64])
+def test_simulated_ring_sums_and_moves_the_counted_bytes(n):
+    sim = c.simulate_ring(n)
+    assert sim["correct"]
+    assert (sim["sent"] == sim["sent"][0]).all() and (sim["received"] == sim["sent"]).all()
+    assert sim["sent"][0] / sim["buffer_bytes"] == pytest.approx(c.ring_allreduce_factor(n), rel=1e-12)
+
+
+def test_schedule_sends_every_chunk_once_per_phase():
+    n = 5
+    sched = list(c.ring_schedule(n))
+    assert len(sched) == 2 * (n - 1) * n
+    for phase in ("reduce-scatter", "all-gather"):
+        for s in range(n - 1):
+            sent = sorted(x[3] for x in sched if x[0] == phase and x[1] == s)
+            assert sent == list(range(n))
+
+
+def test_axes():
+    assert c.fsdp_bytes(2.0, 4) == pytest.approx(3 * 0.75 * 2)
+    assert c.data_parallel_bytes(2.0, 2) == pytest.approx(2.0)
+    assert c.tensor_parallel_bytes(1.0, 8, allreduces=6) == pytest.approx(6 * 1.75)
+    assert c.pipeline_bytes(3.0) == 6.0
+    assert c.ring_time(1.0, 2, 1.0, step_latency=0.5) == pytest.approx(2.0)

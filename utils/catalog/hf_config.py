@@ -1,0 +1,138 @@
+"""A Hugging Face config.json as a catalog model entry, read offline: `model=path/to/config.json`.
+
+The book's model fields (utils/catalog/models.toml) are the config's, renamed; this maps them:
+
+    hidden_size -> d_model            num_hidden_layers -> n_layers       num_attention_heads -> n_heads
+    num_key_value_heads -> n_kv_heads (default: n_heads)                 head_dim (default d_model/n_heads)
+    intermediate_size -> d_ff         vocab_size                          tie_word_embeddings -> tied_embeddings
+    max_position_embeddings -> max_context   torch_dtype -> weights_dtype (the checkpoint's precision)
+    Qwen2 (model_type qwen2): q, k and v carry biases -> qkv_bias
+    Mixtral: num_local_experts -> n_routed_experts, num_experts_per_tok, every layer MoE with experts of
+             intermediate_size, a router without bias
+    Qwen-MoE (qwen2_moe, qwen3_moe): num_experts, moe_intermediate_size, shared_expert_intermediate_size
+    DeepSeek-V3 / Kimi K2: n_routed_experts, n_shared_experts, first_k_dense_replace -> n_dense_layers,
+             moe_intermediate_size -> moe_d_ff, q_lora_rank, kv_lora_rank, qk_nope_head_dim,
+             qk_rope_head_dim, v_head_dim (multi-head latent attention)
+    gpt-oss (gpt_oss): Mixtral's expert fields, plus biases everywhere, a sink logit per head, and the
+             layer_types' sliding_attention layers with their sliding_window
+    OPT (opt): ffn_dim -> d_ff of a two-matrix ReLU MLP, biases (enable_bias), LayerNorm, a learned position
+             table of max_position_embeddings + 2 rows, tied embeddings unless the config says otherwise
+
+Parameter counts are then computed by utils.models from these fields, exactly as for a catalog model,
+and stored as params_total and params_active. A config that lacks a field the counts need raises
+CatalogFileError naming the field. Not counted: Qwen3's per-head q/k norms (2 x head_dim per layer)
+and Qwen2-MoE's shared-expert gate (d_model per layer), a few parameters per million.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from pathlib import Path
+
+from utils.catalog.entries import CatalogFileError, Entry, Source, Value
+from utils.units import Q_
+
+_REQUIRED = {"hidden_size": "d_model", "num_hidden_layers": "n_layers", "num_attention_heads": "n_heads",
+             "vocab_size": "vocab_size"}
+
+
+def _read(path: Path) -> dict:
+    try:
+        cfg = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError) as e:
+        raise CatalogFileError(f"cannot read {path}: {e}") from None
+    except json.JSONDecodeError as e:
+        raise CatalogFileError(f"{path.name} is not valid JSON (line {e.lineno}): {e.msg}") from None
+    if not isinstance(cfg, dict):
+        raise CatalogFileError(f"{path.name} is not a config object")
+    return cfg.get("text_config", cfg) if "hidden_size" not in cfg else cfg
+
+
+def _need(cfg: dict, field: str, path: Path, why: str) -> int:
+    if field not in cfg or cfg[field] is None:
+        raise CatalogFileError(f"{path.name} lacks {field!r}, which the book needs for {why}")
+    v = cfg[field]
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise CatalogFileError(f"{path.name}: {field} must be a whole number, got {v!r}")
+    return v
+
+
+def fields(cfg: dict, path: Path) -> dict:
+    """The book's model fields from a config dict (the names models.toml uses)."""
+    out = {book: _need(cfg, hf, path, book) for hf, book in _REQUIRED.items()}
+    h = out["n_heads"]
+    out["n_kv_heads"] = _need(cfg, "num_key_value_heads", path, "the KV cache") \
+        if "num_key_value_heads" in cfg and cfg["num_key_value_heads"] is not None else h
+    out["head_dim"] = _need(cfg, "head_dim", path, "the head width") if cfg.get("head_dim") else out["d_model"] // h
+    out["tied_embeddings"] = bool(cfg.get("tie_word_embeddings", False))
+    if cfg.get("max_position_embeddings"):
+        out["max_context"] = _need(cfg, "max_position_embeddings", path, "the context")
+    dtype = cfg.get("torch_dtype") or cfg.get("dtype")
+    if isinstance(dtype, str) and dtype:
+        out["weights_dtype"] = dtype                # the precision the checkpoint is stored in
+    elif (cfg.get("quantization_config") or {}).get("quant_method") == "fp8":
+        out["weights_dtype"] = "fp8"
+    kind = str(cfg.get("model_type", ""))
+    if kind == "qwen2" or cfg.get("attention_bias"):
+        out["qkv_bias"] = True
+    if "kv_lora_rank" in cfg and cfg["kv_lora_rank"]:                    # multi-head latent attention
+        for f in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
+            out[f] = _need(cfg, f, path, "multi-head latent attention")
+        out["q_lora_rank"] = cfg.get("q_lora_rank") or 0
+    if "n_routed_experts" in cfg and cfg["n_routed_experts"]:            # DeepSeek-V3, Kimi K2
+        out["n_routed_experts"] = _need(cfg, "n_routed_experts", path, "the experts")
+        out["n_shared_experts"] = cfg.get("n_shared_experts") or 0
+        out["n_experts_per_token"] = _need(cfg, "num_experts_per_tok", path, "the active experts")
+        out["moe_d_ff"] = _need(cfg, "moe_intermediate_size", path, "the expert width")
+        out["n_dense_layers"] = cfg.get("first_k_dense_replace") or 0
+        out["d_ff"] = _need(cfg, "intermediate_size", path, "the dense FFN layers")
+    elif "num_local_experts" in cfg:                                     # Mixtral
+        out["n_routed_experts"] = _need(cfg, "num_local_experts", path, "the experts")
+        out["n_experts_per_token"] = _need(cfg, "num_experts_per_tok", path, "the active experts")
+        out["moe_d_ff"] = out["d_ff"] = _need(cfg, "intermediate_size", path, "the expert width")
+        out["n_shared_experts"], out["n_dense_layers"], out["router_bias"] = 0, 0, False
+    elif "num_experts" in cfg and cfg["num_experts"]:                     # Qwen2-MoE, Qwen3-MoE
+        out["n_routed_experts"] = _need(cfg, "num_experts", path, "the experts")
+        out["n_experts_per_token"] = _need(cfg, "num_experts_per_tok", path, "the active experts")
+        out["moe_d_ff"] = _need(cfg, "moe_intermediate_size", path, "the expert width")
+        shared = cfg.get("shared_expert_intermediate_size") or 0
+        if shared and shared % out["moe_d_ff"] != 0:
+            raise CatalogFileError(f"{path.name}: a shared expert of {shared} is not a whole number of experts")
+        out["n_shared_experts"] = shared // out["moe_d_ff"] if shared else 0
+        out["n_dense_layers"], out["router_bias"] = 0, False
+        out["d_ff"] = cfg.get("intermediate_size") or out["moe_d_ff"]
+    elif kind == "opt":                                                   # OPT: a ReLU MLP of ffn_dim
+        out["d_ff"] = _need(cfg, "ffn_dim", path, "the FFN")
+        out["ffn_matrices"] = 2
+        bias = bool(cfg.get("enable_bias", True))
+        out.update(qkv_bias=bias, o_bias=bias, mlp_bias=bias, norm_bias=True)
+        # OPTLearnedPositionalEmbedding keeps 2 rows beyond max_position_embeddings
+        out["learned_positions"] = _need(cfg, "max_position_embeddings", path, "the position table") + 2
+        out["tied_embeddings"] = bool(cfg.get("tie_word_embeddings", True))
+    else:
+        out["d_ff"] = _need(cfg, "intermediate_size", path, "the FFN")
+    if kind == "gpt_oss":   # biases on q, k, v, o, the experts and the router; a sink logit per head
+        out.update(qkv_bias=True, o_bias=True, mlp_bias=True, router_bias=True, attention_sinks=True)
+        sliding = [t for t in cfg.get("layer_types") or [] if t == "sliding_attention"]
+        if sliding and cfg.get("sliding_window"):
+            out["n_sliding_layers"] = len(sliding)
+            out["sliding_window"] = _need(cfg, "sliding_window", path, "the sliding window")
+    return out
+
+
+def model_entry(path: Path) -> Entry:
+    """The config at `path` as a catalog model Entry, with params_total and params_active counted."""
+    from utils.models import param_count
+    cfg = _read(path)
+    name = str(cfg.get("_name_or_path") or path.parent.name or path.stem)
+    read = _dt.date.fromtimestamp(path.stat().st_mtime).isoformat()
+    src = Source("config-file", f"{name} config.json ({path})", path.resolve().as_uri(), read)
+    note = "from the config.json the reader gave"
+    values = {k: Value(k, v if isinstance(v, (bool, str)) else Q_(v, ""), src, "spec", note)
+              for k, v in fields(cfg, path).items()}
+    entry = Entry("model", str(path), name, values)
+    counts = param_count(entry)
+    counted = "counted from the configuration by utils.models.param_count"
+    for k, field_name in (("total", "params_total"), ("active", "params_active")):
+        values[field_name] = Value(field_name, counts[k], src, "spec", counted)
+    return Entry("model", str(path), name, values, notes="read from a config.json")

@@ -1,0 +1,241 @@
+"""A circuit breaker: three states, two thresholds, a timeout and a probe limit; a clock you can fake.
+
+    CLOSED     calls go through; outcomes land in a sliding window of `window_s` seconds. On a failure,
+               if the window holds at least `min_requests` outcomes and their failure rate is at least
+               `failure_rate`, the breaker OPENS (a rate over a window: noise does not trip it, a real
+               degradation does, and a quiet service is not judged on three requests).
+    OPEN       calls are refused without touching the backend, which is what lets it recover. After
+               `open_timeout_s` the next call finds it HALF_OPEN.
+    HALF_OPEN  at most `probe_limit` calls are let through as probes; `close_after` successes close it
+               (with an empty window), a single failure opens it again for another timeout.
+
+`ConsecutiveBreaker` is the same machine with the rule this chapter argues against: open after `k`
+failures in a row. `FlakyBackend` fails with a probability that is a function of time, from a seeded
+generator, and `simulate` drives a breaker with requests at a fixed rate on a `FakeClock`.
+
+    clock = FakeClock()
+    cb = CircuitBreaker(failure_rate=0.2, window_s=30, min_requests=20, open_timeout_s=30,
+                        probe_limit=5, close_after=3, clock=clock)
+    if cb.allow():
+        cb.record(ok=call_backend())
+
+Chapters: circuit-breaker.
+"""
+from __future__ import annotations
+
+import random
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+CLOSED, OPEN, HALF_OPEN = "closed", "open", "half-open"
+
+
+class FakeClock:
+    """Monotonic seconds that move only when told: tests and simulations own time."""
+
+    def __init__(self, t: float = 0.0):
+        self.t = float(t)
+
+    def __call__(self) -> float:
+        return self.t
+
+    def advance(self, dt: float) -> None:
+        if dt < 0:
+            raise ValueError("a monotonic clock does not go back")
+        self.t += dt
+
+
+class CircuitOpen(Exception):
+    """Raised by `call` when the breaker refuses: the caller fails fast instead of waiting on a dead backend."""
+
+
+class CircuitBreaker:
+    def __init__(self, *, failure_rate: float = 0.5, window_s: float = 30.0, min_requests: int = 20,
+                 open_timeout_s: float = 30.0, probe_limit: int = 5, close_after: int = 3,
+                 clock: Callable[[], float] = time.monotonic):
+        if not 0 < failure_rate <= 1:
+            raise ValueError(f"failure_rate must be in (0, 1], got {failure_rate!r}")
+        if window_s <= 0 or open_timeout_s <= 0:
+            raise ValueError("window_s and open_timeout_s must be > 0")
+        if min_requests < 1 or probe_limit < 1 or close_after < 1:
+            raise ValueError("min_requests, probe_limit and close_after must be >= 1")
+        if close_after > probe_limit:
+            raise ValueError(f"close_after ({close_after}) > probe_limit ({probe_limit}): it could never close")
+        self.failure_rate, self.window_s, self.min_requests = failure_rate, window_s, min_requests
+        self.open_timeout_s, self.probe_limit, self.close_after = open_timeout_s, probe_limit, close_after
+        self.clock = clock                     # monotonic: a wall clock stepped back would hold it open
+        self._state, self.opened_at = CLOSED, 0.0
+        self.window: deque[tuple[float, bool]] = deque()   # (time, failed) of the calls let through
+        self.failures = 0                      # failures in the window, kept with it
+        self.probes = self.probe_successes = 0
+        self.transitions: list[tuple[float, str]] = []
+
+    # --- the state machine ---------------------------------------------------------------------
+    @property
+    def state(self) -> str:
+        if self._state == OPEN and self.clock() - self.opened_at >= self.open_timeout_s:
+            self._to(HALF_OPEN)                 # lazily: no timer thread, the next caller sees it
+        return self._state
+
+    def _to(self, state: str) -> None:
+        self._state = state
+        self.transitions.append((self.clock(), state))
+        if state == OPEN:
+            self.opened_at = self.clock()
+        if state == HALF_OPEN:
+            self.probes = self.probe_successes = 0
+        if state == CLOSED:
+            self.window.clear()                 # judged afresh: old failures do not reopen it
+            self.failures = 0
+
+    def allow(self) -> bool:
+        """May this call go to the backend? In half-open, each True is one of the limited probes."""
+        state = self.state
+        if state == CLOSED:
+            return True
+        if state == HALF_OPEN and self.probes < self.probe_limit:
+            self.probes += 1
+            return True
+        return False
+
+    def record(self, ok: bool) -> None:
+        """The outcome of a call that `allow` let through."""
+        state = self.state
+        if state == HALF_OPEN:
+            if not ok:
+                self._to(OPEN)                  # still broken: another full timeout before the next probe
+            else:
+                self.probe_successes += 1
+                if self.probe_successes >= self.close_after:
+                    self._to(CLOSED)
+            return
+        if state == OPEN:
+            return                              # a late answer from before it opened changes nothing
+        self._observe(ok)
+        if not ok and self._tripped():
+            self._to(OPEN)
+
+    # --- the rule that opens it (a subclass changes only these two) -------------------------------
+    def _observe(self, ok: bool) -> None:
+        now = self.clock()
+        self.window.append((now, not ok))
+        self.failures += not ok
+        while self.window and self.window[0][0] <= now - self.window_s:
+            self.failures -= self.window.popleft()[1]
+
+    def _tripped(self) -> bool:
+        n = len(self.window)
+        return n >= self.min_requests and self.failures >= self.failure_rate * n
+
+    # --- convenience ------------------------------------------------------------------------------
+    def call(self, fn: Callable[[], object]):
+        if not self.allow():
+            raise CircuitOpen(f"circuit {self.state}: call refused")
+        try:
+            out = fn()
+        except Exception:
+            self.record(ok=False)
+            raise
+        self.record(ok=True)
+        return out
+
+
+class ConsecutiveBreaker(CircuitBreaker):
+    """Opens after `k` failures in a row: the rule that opens on noise when k is small and never when
+    k is large enough not to."""
+
+    def __init__(self, k: int = 5, **kw):
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k!r}")
+        super().__init__(**kw)
+        self.k, self.run = k, 0
+
+    def _observe(self, ok: bool) -> None:
+        self.run = 0 if ok else self.run + 1
+
+    def _tripped(self) -> bool:
+        return self.run >= self.k
+
+    def _to(self, state: str) -> None:
+        super()._to(state)
+        if state == CLOSED:
+            self.run = 0
+
+
+@dataclass
+class FlakyBackend:
+    """Fails each call with probability error_rate(t), from its own seeded generator."""
+    error_rate: Callable[[float], float]
+    seed: int = 0
+    calls: int = 0
+    rng: random.Random = field(init=False)
+
+    def __post_init__(self):
+        self.rng = random.Random(self.seed)
+
+    def __call__(self, t: float) -> bool:
+        self.calls += 1
+        return self.rng.random() >= self.error_rate(t)      # True = success
+
+
+def step_error_rate(healthy: float, degraded: float, onset_s: float, end_s: float) -> Callable[[float], float]:
+    """An error rate that is `healthy`, then `degraded` from onset_s to end_s, then healthy again."""
+    return lambda t: degraded if onset_s <= t < end_s else healthy
+
+
+def simulate(breaker: CircuitBreaker, backend: FlakyBackend, clock: FakeClock, *, rate: float,
+             duration_s: float) -> dict:
+    """Requests at a fixed rate for duration_s: what reached the backend, what failed, what was refused,
+    and the breaker's transitions. Each call is instantaneous on the fake clock."""
+    n = int(round(rate * duration_s))
+    sent = failed = refused = 0
+    for i in range(n):
+        clock.t = i / rate
+        if not breaker.allow():
+            refused += 1
+            continue
+        sent += 1
+        ok = backend(clock.t)
+        failed += not ok
+        breaker.record(ok)
+    return dict(requests=n, sent=sent, failed=failed, refused=refused, transitions=list(breaker.transitions))
+
+
+# --- the arithmetic of the two rules ----------------------------------------------------------------
+def run_probability(n: int, k: int, p: float) -> float:
+    """P(at least one run of k or more failures among n independent calls failing with probability p):
+    a Markov chain over the current run length (0..k-1, and k absorbing), its n-th power by squaring."""
+    import numpy as np
+    T = np.zeros((k + 1, k + 1))
+    for j in range(k):
+        T[j, 0] = 1 - p                        # a success resets the run
+        T[j, j + 1] = p                        # a failure extends it
+    T[k, k] = 1.0                              # tripped stays tripped
+    return float(np.linalg.matrix_power(T, int(n))[0, k])
+
+
+def run_probability_approx(n: int, k: int, p: float) -> float:
+    """The Poisson route: runs of k start about (n - k)(1 - p) p^k + p^k times, rarely enough to be
+    nearly independent, so P(none) ~ exp(-that)."""
+    import math
+    return 1 - math.exp(-((n - k) * (1 - p) * p ** k + p ** k))
+
+
+def binomial_tail(n: int, p: float, m: int) -> float:
+    """P(X >= m) for X ~ Binomial(n, p), summed in logs so no term under- or overflows."""
+    import math
+    if m <= 0:
+        return 1.0
+    if p <= 0:
+        return 0.0
+    if p >= 1:
+        return 1.0 if m <= n else 0.0
+    lp, lq = math.log(p), math.log1p(-p)
+    terms = [math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * lp + (n - i) * lq
+             for i in range(m, n + 1)]
+    if not terms:
+        return 0.0
+    top = max(terms)
+    return min(1.0, math.exp(top) * sum(math.exp(t - top) for t in terms))

@@ -1,0 +1,141 @@
+"""A warm pool of started instances, sized by Little's law and the Poisson tail, and run as a simulator.
+
+Each request that arrives takes a warm instance and starts one replacement, which takes a cold start
+T_c to become warm. Starts in flight form an infinite-server queue fed at the arrival rate lambda, so by
+Little's law their mean is a = lambda T_c, and (Poisson arrivals, any start-time distribution) their
+number is Poisson(a). With a target of k warm instances, every start in flight is one missing from the
+pool, so warm - waiting = k - in flight: an arrival finds the pool empty, and waits for a start, exactly
+when k or more starts are in flight,
+
+    P(cold) = P(Poisson(a) >= k),        the smallest k with P(cold) <= epsilon sizes the pool.
+
+If instead a request that finds the pool empty is shed (sent elsewhere, no start), starts in flight
+are an M/G/k/k loss system and the share shed is Erlang B, B(k, a). `simulate` runs the pool itself,
+event by event, so both formulas are checked against the machine they describe, not against each other.
+
+Chapters: serverless-cold-start.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+
+import numpy as np
+
+POLICIES = ("wait", "shed")
+
+
+def poisson_tail(a: float, k: int) -> float:
+    """P(N >= k) for N ~ Poisson(a): 1 - sum_{i<k} e^-a a^i / i!, summed in logs so a large a is safe."""
+    if k <= 0:
+        return 1.0
+    if a <= 0:
+        return 0.0
+    term, cdf = math.exp(-a), 0.0
+    if term == 0.0:        # a very large: sum the lower terms in log space
+        logs = [i * math.log(a) - a - math.lgamma(i + 1) for i in range(k)]
+        return max(0.0, 1.0 - sum(math.exp(x) for x in logs))
+    for i in range(k):
+        cdf += term
+        term *= a / (i + 1)
+    return max(0.0, 1.0 - cdf)
+
+
+def erlang_b(k: int, a: float) -> float:
+    """Erlang B: the share of arrivals that find all k servers busy, offered load a (the stable recursion
+    B(0) = 1, B(n) = a B(n-1) / (n + a B(n-1)))."""
+    b = 1.0
+    for n in range(1, int(k) + 1):
+        b = a * b / (n + a * b)
+    return b
+
+
+def pool_size(rate: float, cold_start: float, target: float, policy: str = "wait") -> int:
+    """The smallest warm pool k at which the share of requests that meet a cold start (policy "wait")
+    or are shed (policy "shed") is at most `target`."""
+    if policy not in POLICIES:
+        raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
+    if not 0 < target < 1:
+        raise ValueError(f"target must be a share in (0, 1), got {target!r}")
+    a = rate * cold_start
+    share = poisson_tail if policy == "wait" else (lambda a_, k_: erlang_b(k_, a_))
+    k = 0
+    while share(a, k) > target:
+        k += 1
+    return k
+
+
+def mean_idle(a: float, k: int) -> float:
+    """Mean warm instances idle in the pool, E[(k - N)+] with N ~ Poisson(a): what the provider pays for
+    and nobody is billed for."""
+    term, out = math.exp(-a), 0.0
+    for i in range(k):
+        out += (k - i) * term
+        term *= a / (i + 1)
+    return out
+
+
+class WarmPool:
+    """The pool as a state machine on an explicit clock: `arrive(t)` and the starts it schedules.
+
+    warm: instances started and idle; starts: completion times of starts in flight (a heap); waiting:
+    arrival times of requests waiting for a start. Time only moves forward (arrive in order)."""
+
+    def __init__(self, k: int, cold_start: float, policy: str = "wait"):
+        if policy not in POLICIES:
+            raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
+        if k < 0 or cold_start <= 0:
+            raise ValueError("k must be >= 0 and cold_start > 0")
+        self.k, self.cold_start, self.policy = int(k), float(cold_start), policy
+        self.warm, self.starts, self.waiting, self.now = int(k), [], deque(), 0.0
+        self.waits: list[float] = []
+
+    def advance(self, t: float) -> None:
+        """Finish every start due by t: each serves the oldest waiting request, or joins the pool."""
+        if t < self.now:
+            raise ValueError(f"time runs forward: {t} < {self.now}")
+        while self.starts and self.starts[0] <= t:
+            done = heapq.heappop(self.starts)
+            if self.waiting:
+                self.waits.append(done - self.waiting.popleft())
+            else:
+                self.warm += 1
+        self.now = t
+
+    def arrive(self, t: float) -> str:
+        """A request at time t: "warm" (took an idle instance, started a replacement), "cold" (waits for
+        a start) or "shed" (policy shed, pool empty: sent elsewhere, nothing started)."""
+        self.advance(t)
+        if self.warm > 0:
+            self.warm -= 1
+            heapq.heappush(self.starts, t + self.cold_start)
+            return "warm"
+        if self.policy == "shed":
+            return "shed"
+        self.waiting.append(t)
+        heapq.heappush(self.starts, t + self.cold_start)
+        return "cold"
+
+    @property
+    def in_flight(self) -> int:
+        return len(self.starts)
+
+
+def simulate(rate: float, cold_start: float, k: int, n: int, seed: int, policy: str = "wait",
+             warmup: float = 0.1) -> dict:
+    """Run the pool over n seeded Poisson arrivals; the first `warmup` share of them is discarded (the
+    pool starts full). Returns the share that met a cold start or was shed, its standard error, and the
+    mean idle pool seen by arrivals."""
+    rng = np.random.default_rng(seed)
+    times = np.cumsum(rng.exponential(1.0 / rate, size=n))
+    pool, outcomes, idle = WarmPool(k, cold_start, policy), [], []
+    for t in times:
+        pool.advance(float(t))
+        idle.append(pool.warm)
+        outcomes.append(pool.arrive(float(t)))
+    skip = int(warmup * n)
+    bad = np.array([o != "warm" for o in outcomes[skip:]], float)
+    share = float(bad.mean())
+    return dict(share=share, stderr=math.sqrt(max(share * (1 - share), 1e-12) / len(bad)),
+                idle=float(np.mean(idle[skip:])), n=len(bad))

@@ -1,0 +1,94 @@
+"""A re-derived chapter as one standalone HTML file: the reader's own version of the page.
+
+The executed notebook (papermill, with the reader's parameters) is rendered without Sphinx: markdown
+through markdown-it, every {glue:text} role replaced by the text the run glued, cross-references and
+citations as plain text, answer dropdowns as <details>, cells tagged remove-cell/remove-input/
+hide-input honoured, figures inlined as PNG, and MathJax's SVG build inlined, so the file opens offline.
+"""
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+from markdown_it import MarkdownIt
+
+from utils.tools.book_index import glue_texts
+
+GLUE = re.compile(r"\{glue(?::\w+)?\}`([^`:]+)(?::[^`]*)?`")
+ROLE = re.compile(r"\{(?:ref|numref|doc)\}`([^`<]*?)(?:\s*<[^>]+>)?`")
+CITE = re.compile(r"\{cite(?::\w+)?\}`([^`]+)`")
+LABEL = re.compile(r"^\([\w-]+\)=\s*$", re.M)
+ADMONITION = re.compile(r"^:::\{admonition\}\s*(.*?)\n(?::class:.*\n)?(.*?)^:::\s*$", re.M | re.S)
+_MATHJAX = ("sphinx-mathjax-offline", "static", "mathjax", "tex-svg.js")
+
+
+def _protect_math(text: str) -> tuple[str, list[str]]:
+    """Take $...$ and $$...$$ out before markdown (which would eat backslashes and underscores)."""
+    saved: list[str] = []
+
+    def keep(m):
+        saved.append(m.group(0))
+        return f"MATH{len(saved) - 1}END"
+    text = re.sub(r"\$\$.+?\$\$", keep, text, flags=re.S)
+    return re.sub(r"\$[^$\n]+\$", keep, text), saved
+
+
+def _markdown(md: MarkdownIt, text: str, glue: dict) -> str:
+    text = GLUE.sub(lambda m: glue.get(m.group(1).strip(), m.group(0)), text)
+    text = ROLE.sub(lambda m: m.group(1).strip() or "", text)
+    text = CITE.sub(lambda m: f"[{m.group(1)}]", text)
+    text = LABEL.sub("", text)
+    text, math = _protect_math(text)
+    parts, last = [], 0
+    for m in ADMONITION.finditer(text):       # answers stay hidden until opened, as on the site
+        parts.append(md.render(text[last:m.start()]))
+        parts.append(f"<details><summary>{html.escape(m.group(1))}</summary>{md.render(m.group(2))}</details>")
+        last = m.end()
+    parts.append(md.render(text[last:]))
+    out = "".join(parts)
+    return re.sub(r"MATH(\d+)END", lambda m: html.escape(math[int(m.group(1))]), out)
+
+
+def _outputs(md: MarkdownIt, cell) -> str:
+    out = []
+    for o in cell.get("outputs", []):
+        data = o.get("data", {})
+        if o.get("output_type") == "stream":
+            out.append(f"<pre>{html.escape(o.get('text', ''))}</pre>")
+        elif "image/png" in data:
+            out.append(f'<img alt="figure" src="data:image/png;base64,{data["image/png"]}">')
+        elif "text/markdown" in data:
+            out.append(_markdown(md, data["text/markdown"], {}))
+        elif "text/html" in data:
+            out.append(data["text/html"])
+        elif "text/plain" in data and not any(k.startswith("application/") for k in data):
+            out.append(f"<pre>{html.escape(data['text/plain'])}</pre>")
+    return "".join(out)
+
+
+def render(nb, title: str, note: str) -> str:
+    import sysconfig
+    md = MarkdownIt("commonmark", {"html": True}).enable("table")
+    glue = glue_texts(nb)
+    body = [f'<p class="note">{html.escape(note)}</p>']
+    for cell in nb.cells:
+        tags = set(cell.get("metadata", {}).get("tags", []))
+        if "remove-cell" in tags:
+            continue
+        if cell.cell_type == "markdown":
+            body.append(_markdown(md, cell.source, glue))
+            continue
+        if "remove-input" not in tags and "hide-input" not in tags:
+            body.append(f"<pre class='input'>{html.escape(cell.source)}</pre>")
+        if "remove-output" not in tags:
+            body.append(_outputs(md, cell))
+    mathjax = Path(sysconfig.get_paths()["purelib"]).joinpath(*_MATHJAX)
+    script = mathjax.read_text() if mathjax.exists() else ""
+    css = ("body{max-width:52em;margin:2em auto;font:16px/1.5 system-ui,sans-serif;padding:0 1em}"
+           "table{border-collapse:collapse;font-size:90%}td,th{border:1px solid #ccc;padding:2px 6px}"
+           "pre{background:#f6f6f6;padding:.5em;overflow-x:auto}img{max-width:100%}"
+           ".note{background:#eef;padding:.5em}")
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            f"<style>{css}</style><script>window.MathJax={{tex:{{inlineMath:[['$','$']]}}}};</script>"
+            f"<script>{script}</script></head><body>{''.join(body)}</body></html>")
