@@ -11,7 +11,7 @@ from utils.verdicts import READING
 def test_claim_holds_under_its_reading():
     (c,) = buy_vs_rent.claims()
     assert c.verdict == READING and c.reading and not c.problems()
-    cases = buy_vs_rent.cases()
+    cases = buy_vs_rent.checks()
     assert abs(cases["u_typ"] - 0.60) <= 0.05                      # "60%" at the catalog's inputs, on-demand
     assert cases["u_contract"] > 1                                 # the rental rate alone swings it over 100%
     assert cases["u_typ"] < cases["u_nores"] < 1 < cases["u_both"]  # the resale value only together with it

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from utils.chain import Chain
+from utils.chain import Chain, memoised
 from utils.fleet.fleet_telemetry import (
     CAUSES,
     METRICS,
@@ -84,20 +84,22 @@ def shares_of(p) -> dict:
     return {CAUSES[0]: 1 - sum(s.values()), **s}
 
 
-def fleet(n_gpus, days, allocated_share, shares, tensor_working, tensor_data_wait, stale_minutes, seed,
-          *, source="parameters cell") -> dict:
-    """Generate, classify, account: the chain and everything the page draws."""
-    rows = int(round(n_gpus * days * 24 * allocated_share))
-    t = generate(shares, tensor_working=tensor_working, tensor_data_wait=tensor_data_wait, n_rows=rows,
-                 interval_h=1.0, seed=seed)
-    th = Thresholds(stale_min=float(stale_minutes))
+def fleet_with(p, shares: dict) -> Chain:
+    """Generate, classify, account, with the causes' shares given (an exercise moves one cause's share into
+    working): the chain, and in ch.data everything the page draws."""
+    rows = int(round(p.n_gpus * p.days * 24 * p.allocated_share))
+    t = generate(shares, tensor_working=p.tensor_working, tensor_data_wait=p.tensor_data_wait, n_rows=rows,
+                 interval_h=1.0, seed=int(p.seed))
+    th = Thresholds(stale_min=float(p.stale_minutes))
     pred = classify(t, th)
     drops = {m: float((classify(t, th, drop=m) == t.cause).mean()) for m in METRICS}
     w = waste(t)
+    # The page cites the reader's inputs as the parameters cell, defaults included (SPEC.source would change it).
+    source = "parameters cell"
     ch = Chain("The allocated-utilised gap on a synthetic fleet")
-    ch.given("N", q(n_gpus, "GPU"), "GPUs in the fleet", kind="assumption", source=source)
-    ch.given("T", q(days, "day"), "telemetry window", kind="assumption", source=source)
-    ch.given("A", allocated_share, "share of fleet GPU-hours allocated", kind="assumption", source=source)
+    ch.given("N", q(p.n_gpus, "GPU"), "GPUs in the fleet", kind="assumption", source=source)
+    ch.given("T", q(p.days, "day"), "telemetry window", kind="assumption", source=source)
+    ch.given("A", p.allocated_share, "share of fleet GPU-hours allocated", kind="assumption", source=source)
     ch.step("H_a", "A*N*T", "GPU*hour", "allocated GPU-hours (one telemetry row each)")
     for c in CAUSES:
         ch.given(f"s_{SYM[c]}", shares[c], f"{c}: share of allocated GPU-hours", kind="assumption", source=source)
@@ -113,18 +115,13 @@ def fleet(n_gpus, days, allocated_share, shares, tensor_working, tensor_data_wai
     ch.given("acc", acc, "rows classified correctly by the three metrics", kind="derived",
              source="utils.fleet.fleet_telemetry.classify")
     ch.value("acc_drop", q(max(drops.values()), ""))
-    return dict(chain=ch, telemetry=t, predicted=pred, confusion=confusion(t, pred), drops=drops, waste=w,
-                signature=signature(t), thresholds=th, rows=rows)
+    ch.data.update(telemetry=t, predicted=pred, confusion=confusion(t, pred), drops=drops, waste=w,
+                   signature=signature(t), thresholds=th, rows=rows)
+    return ch
 
 
 def compute(p) -> Chain:
-    return fleet(p.n_gpus, p.days, p.allocated_share, shares_of(p), p.tensor_working, p.tensor_data_wait,
-                 p.stale_minutes, int(p.seed))["chain"]
-
-
-def run(p) -> dict:
-    return fleet(p.n_gpus, p.days, p.allocated_share, shares_of(p), p.tensor_working, p.tensor_data_wait,
-                 p.stale_minutes, int(p.seed))
+    return fleet_with(p, shares_of(p))
 
 
 # --- the claims -----------------------------------------------------------------------------------
@@ -135,24 +132,20 @@ QUOTE_GAP = ("Allocated means a scheduler handed the GPU out; utilized means it 
 QUOTE_METRICS = ("The three metrics that separate the causes, the per-tenant table that names them, and the policies "
                  "that close it.")
 CLAIM = dict(gap=0.60, loader_tensor=0.20)
-DEFAULTS = {x.name: x.default for x in PARAMETERS}
 SEPARATES, NEEDED = 0.98, 0.90   # the three must classify this share of rows; any two must fall below this
 
 
-def claim_run() -> dict:
-    d = DEFAULTS
-    return fleet(d["n_gpus"], d["days"], d["allocated_share"],
-                 {CAUSES[0]: 1 - sum(d[s] for s in SHARES), CAUSES[1]: d["share_notebook"],
-                  CAUSES[2]: d["share_data_wait"], CAUSES[3]: d["share_failed"], CAUSES[4]: d["share_over"]},
-                 d["tensor_working"], d["tensor_data_wait"], d["stale_minutes"], d["seed"], source="the claim's fleet")
+@memoised
+def claim_run() -> Chain:
+    """The claim's fleet: this book's fleet at its defaults (the source names none)."""
+    return compute(SPEC.check())
 
 
 def claims() -> list[Claim]:
-    r = claim_run()
-    ch = r["chain"]
-    acc, best_two = float(ch["acc"].m), max(r["drops"].values())
-    t = r["telemetry"]
-    named = per_tenant(t, r["predicted"])[:, 1:].argmax(axis=1)
+    ch = claim_run()
+    acc, best_two = float(ch["acc"].m), max(ch.data["drops"].values())
+    t = ch.data["telemetry"]
+    named = per_tenant(t, ch.data["predicted"])[:, 1:].argmax(axis=1)
     truth = per_tenant(t, t.cause)[:, 1:].argmax(axis=1)
     agree = int((named == truth).sum())
     separates = acc >= SEPARATES and best_two < NEEDED and agree == len(TENANTS)
@@ -182,9 +175,9 @@ def claims() -> list[Claim]:
 
 
 # --- what the page shows --------------------------------------------------------------------------
-def cause_table(r: dict) -> list[list[str]]:
+def cause_table(ch: Chain) -> list[list[str]]:
     """Cause -> signature in the three metrics -> GPU-hours allocated and wasted."""
-    w, sig = r["waste"], r["signature"]
+    w, sig = ch.data["waste"], ch.data["signature"]
     total = w["wasted"].sum()
     rows = []
     for k, c in enumerate(CAUSES):
@@ -195,9 +188,9 @@ def cause_table(r: dict) -> list[list[str]]:
     return rows
 
 
-def tenant_table(r: dict) -> list[list[str]]:
+def tenant_table(ch: Chain) -> list[list[str]]:
     """Per tenant: wasted GPU-hours by classified cause, and the cause that costs it most."""
-    tab = per_tenant(r["telemetry"], r["predicted"])
+    tab = per_tenant(ch.data["telemetry"], ch.data["predicted"])
     rows = []
     for i, name in enumerate(TENANTS):
         worst = CAUSES[int(tab[i, 1:].argmax()) + 1]
@@ -205,16 +198,16 @@ def tenant_table(r: dict) -> list[list[str]]:
     return rows
 
 
-def drop_table(r: dict) -> list[list[str]]:
+def drop_table(ch: Chain) -> list[list[str]]:
     """Accuracy with each metric dropped, and the pair of causes it then confuses most."""
-    t, th = r["telemetry"], r["thresholds"]
+    t, th = ch.data["telemetry"], ch.data["thresholds"]
     out = []
     for m in METRICS:
         cm = confusion(t, classify(t, th, drop=m))
         off = cm.copy()
         np.fill_diagonal(off, 0)
         i, j = np.unravel_index(off.argmax(), off.shape)
-        out.append([m, pct(r["drops"][m]), f"{CAUSES[i]} read as {CAUSES[j]}",
+        out.append([m, pct(ch.data["drops"][m]), f"{CAUSES[i]} read as {CAUSES[j]}",
                     fmt(q(off[i, j], "GPU*hour"))])
     return out
 
@@ -233,39 +226,25 @@ def gap_curve(p, shares_scale) -> dict:
     return dict(scale=np.asarray(shares_scale), gap=np.asarray(out), bad=bad)
 
 
-def what_changes(p) -> dict:
-    base = run(p)["chain"]["G"].m
-    d = {x.name: p[x.name] for x in PARAMETERS}
-
+def what_changes(p, ch: Chain) -> dict:
     def gap(**kw):
-        x = {**d, **kw}
-        s = {CAUSES[1]: x["share_notebook"], CAUSES[2]: x["share_data_wait"], CAUSES[3]: x["share_failed"],
-             CAUSES[4]: x["share_over"]}
-        s = {CAUSES[0]: 1 - sum(s.values()), **s}
-        return fleet(x["n_gpus"], x["days"], x["allocated_share"], s, x["tensor_working"], x["tensor_data_wait"],
-                     x["stale_minutes"], int(x["seed"]))["chain"]["G"].m
-    return {"wc-base": pct(base), "wc-nb-zero": pct(gap(share_notebook=0.0)),
+        return compute(p.replace(**kw))["G"].m
+    return {"wc-base": pct(ch["G"].m), "wc-nb-zero": pct(gap(share_notebook=0.0)),
             "wc-dw-fixed": pct(gap(tensor_data_wait=0.6)), "wc-tw": pct(gap(tensor_working=0.5))}
 
 
-def exercises() -> dict:
-    d = DEFAULTS
-    s = {CAUSES[0]: 1 - sum(d[x] for x in SHARES), CAUSES[1]: d["share_notebook"], CAUSES[2]: d["share_data_wait"],
-         CAUSES[3]: d["share_failed"], CAUSES[4]: d["share_over"]}
-    base = claim_run()
+def exercises(p, ch: Chain) -> dict:
+    s = shares_of(p)
     # 1: reaping idle notebooks after the stale threshold returns their GPU-hours; the gap, those hours freed.
-    freed = float(base["chain"]["W_nb"].m)
+    freed = float(ch["W_nb"].m)
     # 2: a stale threshold shorter than a healthy checkpoint pause: a two-minute threshold.
-    short = fleet(d["n_gpus"], d["days"], d["allocated_share"], s, d["tensor_working"], d["tensor_data_wait"],
-                  2.0, d["seed"])
+    short = compute(p.replace(stale_minutes=2.0))
     # 3: the loader-bound share fixed to working speed: the gap it closes.
-    s3 = {**s, CAUSES[0]: s[CAUSES[0]] + s[CAUSES[2]], CAUSES[2]: 0.0}
-    fixed = fleet(d["n_gpus"], d["days"], d["allocated_share"], s3, d["tensor_working"], d["tensor_data_wait"],
-                  d["stale_minutes"], d["seed"])
+    fixed = fleet_with(p, {**s, CAUSES[0]: s[CAUSES[0]] + s[CAUSES[2]], CAUSES[2]: 0.0})
     return {"ex1-freed": fmt(q(freed, "GPU*hour")),
-            "ex1-gpus": fmt(q(freed / (d["days"] * 24), "GPU")),
-            "ex2-threshold": fmt(q(2.0, "minute")), "ex2-acc": pct(float(short["chain"]["acc"].m)),
-            "ex3-gap": pct(float(fixed["chain"]["G"].m)), "ex3-base": pct(float(base["chain"]["G"].m))}
+            "ex1-gpus": fmt(q(freed / (p.days * 24), "GPU")),
+            "ex2-threshold": fmt(q(2.0, "minute")), "ex2-acc": pct(float(short["acc"].m)),
+            "ex3-gap": pct(float(fixed["G"].m)), "ex3-base": pct(float(ch["G"].m))}
 
 
 SPEC = Spec("allocated-vs-utilized", PARAMETERS, RESULTS, compute, validate=validate)

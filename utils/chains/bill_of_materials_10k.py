@@ -15,7 +15,7 @@ from fractions import Fraction
 import numpy as np
 
 from utils import catalog
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
 from utils.fleet import cluster
 from utils.measured import latest, metric_of
 from utils.models import param_count
@@ -310,6 +310,7 @@ def feed_chain(tapered) -> Chain:
     return feed
 
 
+@memoised
 def checks() -> dict:
     """The claim's chains: tapered 3:2 and at full bisection, the feed reading, the taper for 700."""
     book = book_inputs()

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from utils import catalog
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
 from utils.fleet import money
 from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, pct, q
@@ -141,7 +141,8 @@ def rate(field: str) -> float:
     return catalog_float("h100-rental", field, "USD/GPU/hour")
 
 
-def cases() -> dict:
+@memoised
+def checks() -> dict:
     """The check's cases: the claim's inputs, each swing alone, and both together."""
     u_typ, typ = breakeven()
     r_contract, r_runpod = rate("contract_1y"), rate("runpod_community")
@@ -168,7 +169,7 @@ BOM_PUE = 1.2   # bill-of-materials-10k's PUE for a new AI hall (its parameters 
 
 
 def claims() -> list[Claim]:
-    c = cases()
+    c = checks()
     t = typical()
     start = within(c["u_typ"], CLAIM["breakeven"], TOL)
     rent_alone = c["u_contract"] > CLAIM["swing_to"]
@@ -257,8 +258,8 @@ EX2_U = 0.80
 EX3 = dict(years=3.0, residual_fraction=0.15)   # this book's guess for a three-year-old card
 
 
-def exercises() -> dict:
-    c, t = cases(), typical()
+def exercises(p, ch: Chain) -> dict:
+    c, t = checks(), typical()
     pt = {**{k: t[k] for k in INPUTS}, "hours": money.period_hours(t["years"])}
     ex2 = money.solve_breakeven_for("rent_usd_per_gpu_hour", pt, EX2_U)
     u3, ch3 = breakeven(**EX3)

@@ -181,7 +181,7 @@ def compute(p) -> Chain:
     ch.step("se_d", "sqrt(2)*se", "", "standard error of the difference of two independent runs")
     ch.given("z", Z95, "two-sided 95% normal quantile", kind="derived", source="the normal distribution")
     ch.step("delta_95", "z*se_d", "", "smallest change outside noise")
-    ch.suite, ch.packing = suite, pk
+    ch.data.update(suite=suite, packing=pk)
     return ch
 
 
@@ -287,7 +287,7 @@ def case_rows() -> list[list[str]]:
 
 
 def utilisation_curves(ch, replicas=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512), max_shard=500) -> dict:
-    w = ch.suite["work"]
+    w = ch.data["suite"]["work"]
     out = {"round robin, whole evals": [], "LPT, whole evals": [], "LPT, shards": []}
     for r in replicas:
         pk = packing(w, r, max_shard)
@@ -310,12 +310,13 @@ def rule_rows() -> list[list[str]]:
             ["a regression reported with its standard error", "a change inside the noise is not a regression"]]
 
 
-def what_changes() -> dict:
-
-    base = SPEC.derive()
-    wide = SPEC.derive(size_spread=2.0)
-    big = SPEC.derive(gpus=512)
-    bigs = SPEC.derive(gpus=512, max_shard=100000)
+def what_changes(p, ch: Chain) -> dict:
+    def derive(**changes) -> dict:
+        return SPEC.extract(compute(p.replace(**changes)))
+    base = SPEC.extract(ch)
+    wide = derive(size_spread=2.0)
+    big = derive(gpus=512)
+    bigs = derive(gpus=512, max_shard=100000)
     return {"wc-spread": fmt(2.0), "wc-spread-n": short(wide["prompts_per_run"].m),
             "wc-base-n": short(base["prompts_per_run"].m),
             "wc-big-gpus": fmt(512), "wc-big-rr": pct(big["utilisation_round_robin"].m),
@@ -323,7 +324,7 @@ def what_changes() -> dict:
             "wc-big-t": duration(big["turnaround_lpt"].to("s").m)}
 
 
-def exercises() -> dict:
+def exercises(p, ch: Chain) -> dict:
     se2 = math.sqrt(0.5 * 0.5 / 2000)
     n_for_1pt = math.ceil((Z95 * math.sqrt(2 * 0.7 * 0.3) / 0.01) ** 2)
     hr = hit_rate(1.0, 20, False, 0.1)

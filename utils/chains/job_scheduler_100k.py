@@ -10,9 +10,7 @@ that makes the same decisions, on one tick over a backlog of n waiting jobs.
 """
 from __future__ import annotations
 
-from functools import lru_cache
-
-from utils.chain import Chain
+from utils.chain import Chain, memoised
 from utils.fleet.scheduler import simulate, tick_cost, workload
 from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, q
@@ -136,7 +134,7 @@ CLAIM = dict(n_gpus=64, n_jobs=1200, load=0.85, mean_work=2.0, tau=1.0, gang_gpu
              seed=0, queue=100_000)
 
 
-@lru_cache(maxsize=1)             # deterministic: the page, the claim and the tests share one
+@memoised                         # deterministic: the page, the claim and the tests share one
 def checks() -> dict:
     C = CLAIM
     rs = runs(C["n_gpus"], C["n_jobs"], C["load"], C["mean_work"], C["tau"], C["gang_gpus"], C["gang_every"],
@@ -236,7 +234,7 @@ def case_rows() -> list[list[str]]:
 
 
 # --- figure, what changes, exercises --------------------------------------------------------------
-def what_changes(p) -> dict:
+def what_changes(p, ch: Chain) -> dict:
     jobs = workload(int(p.n_jobs), int(p.n_gpus), p.load, int(p.seed), gang_gpus=int(p.gang_gpus),
                     gang_every=int(p.gang_every), mean_work=p.mean_work_hours, checkpoint_every=2 * p.checkpoint_hours)
     lost2 = simulate(jobs, int(p.n_gpus), dt=p.tick_hours).stats.lost_gpu_hours
@@ -250,7 +248,7 @@ def what_changes(p) -> dict:
             "wc-load-mres": fmt(q(mean(res.waits()), "hour")), "wc-load-mgreedy": fmt(q(mean(greedy.waits()), "hour"))}
 
 
-def exercises(p) -> dict:
+def exercises(p, ch: Chain) -> dict:
     import math
     n, k, shapes = 100_000, 20, 32
     idx = shapes * (k + 1) + k * (1 + int(math.log2(n)))

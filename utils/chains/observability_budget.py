@@ -13,7 +13,6 @@ import numpy as np
 
 from utils import catalog
 from utils.chain import Chain, as_float
-from utils.chains import continuous_batching
 from utils.chains import continuous_batching as cb
 from utils.fleet import tracing
 from utils.params import Param, ParameterError, Result, Spec
@@ -110,7 +109,7 @@ def validate(p):
 def engine_chain(p):
     """The continuous-batching chain for this model and GPU: the prefill, the step, the batch."""
 
-    pc = continuous_batching.SPEC.check(model=p.model.key, gpu=p.gpu.key, gpus_per_replica=p.gpus_per_replica)
+    pc = cb.SPEC.check(model=p.model.key, gpu=p.gpu.key, gpus_per_replica=p.gpus_per_replica)
     return cb.batching_chain(pc, source="the continuous-batching chain"), pc
 
 
@@ -198,7 +197,7 @@ def compute(p) -> Chain:
              kind="derived", source="utils.fleet.tracing.attribute, seeded trace")
     ch.given("s_rag_n", q(a["requests_by_tenant"]["rag"] / len(a["tenants"]), ""), "RAG tenant's share of requests",
              kind="derived", source="the trace")
-    ch.engine, ch.attribution, ch.counters, ch.batch = e, a, (c1, cB), B
+    ch.data.update(engine=e, attribution=a, counters=(c1, cB), batch=B)
     return ch
 
 
@@ -209,21 +208,21 @@ QUOTE = ("GPU utilization at 100% tells you nothing, and a trace per token would
 def claims() -> list[Claim]:
 
     ch = compute(SPEC.check())
-    c1, cB = ch.counters
+    c1, cB = ch.data["counters"]
     util_ok = c1["gpu_util"] == cB["gpu_util"] == 1.0 and as_float(ch["r_X"]) > 10
     span_ok = as_float(ch["r_span"]) > 1
     ok = util_ok and span_ok
     return [Claim(
         "util-and-traces", quote=QUOTE, source="spec/001, the paragraph on the span layout and the cardinality budget",
         claimed="GPU utilization says nothing; a span per token costs more than the token",
-        derived=f"GPU_UTIL 100% at batch one and at {ch.batch}, {fmt(ch['r_X'])}x the tokens; a span "
+        derived=f"GPU_UTIL 100% at batch one and at {ch.data['batch']}, {fmt(ch['r_X'])}x the tokens; a span "
                 f"{fmt(ch['r_span'])}x a token",
         verdict=READING if ok else WRONG,
         reading=("'nothing' means nothing about headroom (the counter says a kernel was running, not how much "
                  "of the chip it used), and a trace's cost is the price of keeping (indexing) its spans, against "
                  "the GPU cost of the token at a contract rental price"),
         nearest_true="" if ok else "one of the two halves fails at these inputs",
-        reason=f"on the roofline GPU_UTIL reads full at batch one and at batch {ch.batch} while the tokens per second "
+        reason=f"on the roofline GPU_UTIL reads full at batch one and at batch {ch.data['batch']} while the tokens per second "
                f"differ {fmt(ch['r_X'])} times and tensor activity goes from {pct(as_float(ch['a_1']))} to "
                f"{pct(as_float(ch['a_B']))}; an indexed span costs {fmt(ch['c_sp'], digits=3)} against "
                f"{fmt(ch['c_tok'], digits=3)} of GPU time, {fmt(ch['r_span'])} times as much.")]
@@ -246,7 +245,7 @@ def _ms(s: float) -> str:
 
 
 def counter_rows(ch) -> list[list[str]]:
-    c1, cB = ch.counters
+    c1, cB = ch.data["counters"]
     return [["DCGM_FI_DEV_GPU_UTIL", "share of time any kernel ran", pct(c1["gpu_util"]), pct(cB["gpu_util"])],
             ["DCGM_FI_PROF_SM_ACTIVE", "share of cycles an SM has a warp resident",
              "not on the roofline: near full for memory-bound kernels too", "near full"],
@@ -263,7 +262,7 @@ def series_rows(ch) -> list[list[str]]:
 
 
 def tenant_rows(ch) -> list[list[str]]:
-    a = ch.attribution
+    a = ch.data["attribution"]
     tot = a["total"]
     rows = []
     for t in ("chat", "rag"):
@@ -274,7 +273,7 @@ def tenant_rows(ch) -> list[list[str]]:
 
 
 def conservation(ch) -> float:
-    a = ch.attribution
+    a = ch.data["attribution"]
     return abs(a["charge"].sum() - a["total"]) / a["total"]
 
 
@@ -285,16 +284,15 @@ def series_curve(ch, n_labels: int = 8) -> dict:
     return dict(labels=extra, series=base * 10.0 ** extra, budget=as_float(ch["S_max"]))
 
 
-def what_changes() -> dict:
-
-    base = SPEC.derive()
-    busy = SPEC.derive(queue_ms=250.0)
+def what_changes(p, ch: Chain) -> dict:
+    base = SPEC.extract(ch)
+    busy = SPEC.extract(compute(p.replace(queue_ms=250.0)))
     return {"wc-queue": fmt(q(250.0, "ms")), "wc-queue-ttft": pct(busy["ttft_hidden_share"].m),
             "wc-base-ttft": pct(base["ttft_hidden_share"].m),
             "wc-budget": fmt(base["series_budget"].m), "wc-request-id": fmt(base["series_with_request_id"].m)}
 
 
-def exercises() -> dict:
+def exercises(p, ch: Chain) -> dict:
     from utils.units import auto_bytes
     s = tracing.series([30, 64, 5, 10])
     rid = 30 * 10 * 50 * 3600 * 2

@@ -80,38 +80,33 @@ def hoarding(half_life_h: float, week_h: float = 168.0) -> dict:
     return dict(factors=f, first=first, usage={k: u.value for k, u in c.usage.items()}, cluster=c)
 
 
-def pooling(n, g, p, eps, burst, hours, seed, *, source="parameters cell") -> dict:
-    k = pooled_size(n, p, eps)
-    sim = simulate_pool(np.random.default_rng(int(seed)), n, p, k, int(hours), burst)
+def compute(p) -> Chain:
+    """Static quotas against a pooled fleet, then the fair-share decay; the pool's simulation and the hoarding
+    example ride along as ch.data["sim"] and ["hoarding"], the pool's size as ["k"]."""
+    n, g, busy, eps = p.n_teams, p.gpus_per_team, p.busy_share, p.overflow
+    k = pooled_size(n, busy, eps)
+    sim = simulate_pool(np.random.default_rng(int(p.seed)), n, busy, k, int(p.sim_hours), p.burst_hours)
+    # The page cites these inputs as the parameters cell, defaults included (SPEC.source would change the table).
+    source = "parameters cell"
     ch = Chain("Static quotas against a pooled fleet")
     ch.given("n", q(n, ""), "teams", kind="assumption", source=source)
     ch.given("g", q(g, "GPU"), "GPUs per team at its peak (its static quota)", kind="assumption", source=source)
-    ch.given("p", p, "share of the time a team is busy", kind="assumption", source=source)
+    ch.given("p", busy, "share of the time a team is busy", kind="assumption", source=source)
     ch.step("C_s", "n*g", "GPU", "static fleet: every team's peak")
     ch.step("I_s", "1 - p", "", "idle share of static quotas")
     ch.given("epsilon", eps, "share of the time the pool may be short", kind="assumption", source=source)
     ch.given("k", q(k, ""), "busy teams the pool serves (binomial quantile at 1 - epsilon)", kind="derived",
              source="utils.fleet.fair_share.pooled_size")
     ch.step("C_p", "k*g", "GPU", "pooled fleet")
-    ch.given("I_p", pooled_idle(n, p, k), "idle share of the pool, 1 - E[min(B, k)]/k", kind="derived",
+    ch.given("I_p", pooled_idle(n, busy, k), "idle share of the pool, 1 - E[min(B, k)]/k", kind="derived",
              source="utils.fleet.fair_share.pooled_idle")
     ch.step("saved", "1 - C_p/C_s", "", "share of the static fleet pooling saves")
     ch.given("I_s_sim", sim["static_idle"], "idle share of static quotas, simulated", kind="derived",
              source="utils.fleet.fair_share.simulate_pool")
     ch.given("I_p_sim", sim["pooled_idle"], "idle share of the pool, simulated", kind="derived",
              source="utils.fleet.fair_share.simulate_pool")
-    return dict(chain=ch, sim=sim, k=k)
-
-
-def compute(p) -> Chain:
-    return run(p)["chain"]
-
-
-def run(p) -> dict:
-    r = pooling(p.n_teams, p.gpus_per_team, p.busy_share, p.overflow, p.burst_hours, p.sim_hours, p.seed)
-    ch = r["chain"]
     h = hoarding(p.half_life_days * 24)
-    ch.given("h", q(p.half_life_days, "day"), "fair-share half-life", kind="spec", source=SLURM)
+    ch.given("h", q(p.half_life_days, "day"), "fair-share half-life", kind="spec", source=SPEC.source(p, "half_life_days"))
     ch.given("T", q(7, "day"), "last week", kind="assumption", source="the claim")
     ch.step("w_7", "0.5**(T/h)", "", "weight of usage a week old")
     ch.given("S", h["cluster"].share["hoarder"], "hoarder's and fair team's share of the guarantees", kind="derived",
@@ -123,7 +118,8 @@ def run(p) -> dict:
              source="utils.fleet.fair_share.Cluster")
     ch.step("F_H", "2**(-U_H/S)", "", "hoarder's fair-share factor")
     ch.step("F_N", "2**(-U_N/S)", "", "fair team's fair-share factor")
-    return {**r, "hoarding": h}
+    ch.data.update(sim=sim, k=k, hoarding=h)
+    return ch
 
 
 # --- the claims -----------------------------------------------------------------------------------
@@ -175,7 +171,7 @@ def decay_curve(days, half_lives) -> dict:
     return {h: 0.5 ** (np.asarray(days) / h) for h in half_lives}
 
 
-def what_changes(p) -> dict:
+def what_changes(p, ch: Chain) -> dict:
     def idle(n, bs):
         k = pooled_size(n, bs, p.overflow)
         return pooled_idle(n, bs, k), 1 - k / n
@@ -187,7 +183,7 @@ def what_changes(p) -> dict:
             "wc-eps": pct(0.01), "wc-eps-k": fmt(q(pooled_size(p.n_teams, p.busy_share, 0.01) * p.gpus_per_team, "GPU"))}
 
 
-def exercises() -> dict:
+def exercises(p, ch: Chain) -> dict:
     h2 = hoarding(2 * 24)
     return {"ex1-days": fmt(q(7, "day")), "ex1-weight": pct(0.5 ** (7 / 3)), "ex1-h": fmt(q(3, "day")),
             "ex2-h": fmt(q(2, "day")), "ex2-hoarder": fmt(h2["factors"]["hoarder"]), "ex2-fair": fmt(h2["factors"]["fair"]),

@@ -91,10 +91,12 @@ def densities(p) -> dict:
 def compute(p) -> Chain:
     d = densities(p)
     ch = Chain("Fifty thousand sandboxes on hosts")
-    ch.given("S", float(p.sessions), "sessions", kind="assumption", source="the claim")
-    ch.given("m_s", q(p.session_mem_gib, "GiB"), "memory per session", kind="assumption", source=SESSION)
-    ch.given("c_s", float(p.session_vcpu), "vCPUs per session", kind="assumption", source=SESSION)
-    ch.given("M_h", q(p.host_mem_gib, "GiB"), "host memory", kind="assumption", source=HOST)
+    ch.given("S", float(p.sessions), "sessions", kind="assumption", source=SPEC.source(p, "sessions"))
+    ch.given("m_s", q(p.session_mem_gib, "GiB"), "memory per session", kind="assumption",
+             source=SPEC.source(p, "session_mem_gib"))
+    ch.given("c_s", float(p.session_vcpu), "vCPUs per session", kind="assumption",
+             source=SPEC.source(p, "session_vcpu"))
+    ch.given("M_h", q(p.host_mem_gib, "GiB"), "host memory", kind="assumption", source=SPEC.source(p, "host_mem_gib"))
     ch.given("r", float(p.host_reserved), "share kept for the host", kind="assumption", source="parameters cell")
     ch.step("M_u", "M_h*(1 - r)", "GiB", "usable host memory")
     ch.given("V", float(p.host_vcpus * p.oversubscription), "vCPUs on offer per host", kind="assumption", source=HOST)
@@ -102,7 +104,7 @@ def compute(p) -> Chain:
     for k in KINDS:
         ch.given(f"o_{k}", q(getattr(p, f"{k}_overhead_mib"), "MiB"), f"overhead, {NAMES[k]}",
                  kind="spec" if k != "vm" else "assumption",
-                 source={"container": GV_DENSITY, "gvisor": GV_DENSITY, "firecracker": FC_SPEC, "vm": VM_MEM}[k])
+                 source=SPEC.source(p, f"{k}_overhead_mib"))
         ch.given(f"d_{k}", float(d[k]["per_host"]), f"sessions per host, {NAMES[k]} (binds: {d[k]['binds']})",
                  kind="derived", source="utils.fleet.sandbox_hosts.density: the smaller of the two floors")
         ch.given(f"H_{k}", q(sandbox_hosts.hosts_for(p.sessions, d[k]["per_host"]), "node"), f"hosts, {NAMES[k]}",
@@ -112,7 +114,7 @@ def compute(p) -> Chain:
     ch.step("M_firecracker", "H_firecracker*P*T_m", "USD", "monthly cost, Firecracker")
     ch.step("M_vm", "H_vm*P*T_m", "USD", "monthly cost, full VM")
     ch.step("dH", "H_vm - H_firecracker", "node", "extra hosts for full VMs")
-    ch.densities = d
+    ch.data["densities"] = d
     return ch
 
 
@@ -169,7 +171,7 @@ def boundary_rows() -> list[list[str]]:
 def fleet_rows(ch) -> list[list[str]]:
     rows = []
     for k in KINDS:
-        d = ch.densities[k]
+        d = ch.data["densities"][k]
         rows.append([NAMES[k], fmt(d["by_mem"]), fmt(d["by_cpu"]), d["binds"], fmt(ch[f"H_{k}"].m)])
     return rows
 
@@ -199,21 +201,18 @@ def mixed_check(n=2000, seed=0) -> dict:
     return dict(n=n, hosts=len(loads), bound=lb, fill=float(loads[:, 0].sum() / (len(loads) * usable)))
 
 
-def what_changes() -> dict:
-
-    small = SPEC.derive(session_mem_gib=0.25, session_vcpu=0.05)
-    cpu = SPEC.derive(session_mem_gib=0.25)
+def what_changes(p, ch: Chain) -> dict:
+    small = SPEC.extract(compute(p.replace(session_mem_gib=0.25, session_vcpu=0.05)))
+    cpu = SPEC.extract(compute(p.replace(session_mem_gib=0.25)))
     return {"wc-small-mem": fmt(0.25), "wc-small-cpu": fmt(0.05), "wc-small-c": fmt(small["hosts_container"].m),
             "wc-small-g": fmt(small["hosts_gvisor"].m), "wc-small-f": fmt(small["hosts_firecracker"].m),
             "wc-small-v": fmt(small["hosts_vm"].m), "wc-cpu-f": fmt(cpu["hosts_firecracker"].m),
             "wc-cpu-v": fmt(cpu["hosts_vm"].m), "wc-cpu-vcpu": fmt(0.25)}
 
 
-def exercises() -> dict:
-
-    r1 = SPEC.derive(session_mem_gib=16.0)
-    p = SPEC.check()
-    starts = 50000 / 3600.0      # every session restarted once an hour
+def exercises(p, ch: Chain) -> dict:
+    r1 = SPEC.extract(compute(p.replace(session_mem_gib=16.0)))
+    starts = p.sessions / 3600.0      # every session restarted once an hour
     cpu_s = {k: starts * getattr(p, f"{k}_start_s") for k in KINDS}
     return {"ex1-mem": fmt(16), "ex1-f": fmt(r1["hosts_firecracker"].m), "ex1-v": fmt(r1["hosts_vm"].m),
             "ex2-rate": fmt(starts), "ex2-f": fmt(cpu_s["firecracker"]), "ex2-v": fmt(cpu_s["vm"]),

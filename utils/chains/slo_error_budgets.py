@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
 from utils.chains.latency_slos_goodput import SLO_SOURCE
 from utils.fleet import slo
 from utils.params import Param, ParameterError, Result, Spec
@@ -168,7 +168,7 @@ def compute(p) -> Chain:
     how = "utils.fleet.slo.evaluate on a seeded incident, one sample a minute"
     ch.given("t_sim", q(got if got is not None else float("nan"), "min"), "failure to page (simulated)",
              kind="derived", source=how)
-    ch.simulation = sim
+    ch.data["simulation"] = sim
     return ch
 
 
@@ -190,6 +190,7 @@ def claim_rules(period_days: float = 30.0) -> tuple[slo.Rule, ...]:
             slo.Rule("1 d / 2 h", 86400.0, 7200.0, slo.threshold(DAY_SHARE, 86400.0, T), "ticket"))
 
 
+@memoised
 def burn_checks() -> dict:
     o, T = CLAIM["objective"], CLAIM["period_days"]
     hour, day = claim_rules(T)
@@ -206,8 +207,8 @@ def burn_checks() -> dict:
                 outage_s=slo.detection_time(1.0, o, hour.burn, hour.long_s))
 
 
+@memoised
 def rollback_checks() -> dict:
-
     p = SPEC.check()
     ch = budget_chain(p, source="the book's incident")
     outage = budget_chain(p.replace(incident_bad_share=1.0), source="a full outage")
@@ -320,7 +321,7 @@ def case_rows() -> list[list[str]]:
 
 
 def incident_curves(ch) -> dict:
-    sim = ch.simulation
+    sim = ch.data["simulation"]
     name = sim["rules"][0].name
     f = sim["fired"][name]
     t = np.arange(len(sim["total"])) - sim["start"] + 1
@@ -338,11 +339,12 @@ def detection_curves(objective=0.999, period_days=30.0, burns=None) -> dict:
     return dict(burns=burns, curves=out)
 
 
-def what_changes() -> dict:
-
-    base = SPEC.derive()
-    tight = SPEC.derive(objective=0.9999)
-    small = SPEC.derive(incident_bad_share=0.02)
+def what_changes(p, ch: Chain) -> dict:
+    def derive(**changes) -> dict:
+        return SPEC.extract(compute(p.replace(**changes)))
+    base = SPEC.extract(ch)
+    tight = derive(objective=0.9999)
+    small = derive(incident_bad_share=0.02)
     return {"wc-budget-9999": fmt(tight["budget_minutes"]), "wc-logs-9999": pct(tight["share_logs_first"].m),
             "wc-rb-9999": pct(tight["share_rollback_first"].m),
             "wc-small-share": pct(0.02), "wc-small-detect": fmt(small["detection_minutes"]),
@@ -350,7 +352,7 @@ def what_changes() -> dict:
             "wc-small-rb": pct(small["share_rollback_first"].m)}
 
 
-def exercises() -> dict:
+def exercises(p, ch: Chain) -> dict:
     T28 = 28 * 86400.0
     b28 = slo.error_budget(0.9995, T28)
     e2 = 0.02
