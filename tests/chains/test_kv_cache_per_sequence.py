@@ -3,7 +3,7 @@ import pytest
 
 from utils import catalog, chains
 from utils.chains import kv_cache_per_sequence as kv
-from utils.models import kv_bytes_per_token
+from utils.models import kv_bytes_per_token, param_count
 from utils.params import ParameterError
 from utils.verdicts import HOLDS, READING
 
@@ -62,3 +62,12 @@ def test_a_real_allocation_matches_the_formula():
     from utils.serving.kv_alloc import allocation_check
     alloc = allocation_check(batch=1, tokens=17)
     assert alloc["exact"] and len(alloc["rows"]) == 9
+
+
+def test_a_config_json_model_is_counted_and_never_set_against_a_published_count():
+    p = kv.SPEC.check(model="tests/data/configs/llama-3.1-8b.json")
+    assert catalog.looks_like_path(p.model.key)
+    ch = kv.compute(p)
+    assert ch["P"] == param_count(p.model)["total"] and ch["P"].m > 7e9          # counted from the config
+    assert "published" not in " ".join(kv.page_glue(p, ch))                     # the reader's page compares nothing
+    assert not catalog.looks_like_path(kv.checks()["llama70"].key)             # the published count: a catalog model

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from utils import catalog, measured, roofline
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
 from utils.params import Param, Result, Spec
 from utils.units import auto_bytes, fmt, pct, q
 from utils.verdicts import READING, Claim
@@ -166,6 +166,7 @@ def long_context() -> int:
     return int(catalog.model("llama-3-405b").q("max_context").m)
 
 
+@memoised
 def checks() -> dict:
     """The check section's numbers: the claim's chain on both GPUs, the readings, speed against memory."""
     chains_ = {g: claim_chain(g) for g in CLAIM_GPUS}
@@ -302,7 +303,7 @@ def figure_data(p, ch: Chain) -> dict:
                 tiled_gb=2 * ctx * 4 * heads / 1e9, hbm_gb=as_float(p.gpu.q("hbm_capacity"), "GB"))
 
 
-def what_changes(p) -> dict:
+def what_changes(p, ch: Chain) -> dict:
     def at(**kw):
         a = dict(n_ctx=p.context_tokens, d=p.head_dim, e=p.bytes_per_element, b_r=p.block_q, b_c=p.block_k)
         a.update(kw)

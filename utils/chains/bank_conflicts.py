@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from utils import catalog
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
 from utils.gpu.bank_conflicts import BANK_BYTES, BANKS, WARP, WIDTHS, analyse, column_walk, lanes_per_phase, pitch_rule, row_walk
 from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, q
@@ -59,7 +59,7 @@ def validate(p):
 
 
 def bank_chain(gpu, elem_bytes, tile, pitch, matrix_n, sm_clock_ghz, *, source="parameters cell") -> Chain:
-    acc = catalog.accelerator(gpu) if isinstance(gpu, str) else gpu
+    acc = catalog.accelerator(gpu)
     e, t, p = int(elem_bytes), int(tile), int(pitch)
     ch = Chain(f"Transpose of a {int(matrix_n)} x {int(matrix_n)} matrix of {e}-byte elements through a "
                f"{t} x {t} tile, pitch {t} vs {p}, {acc.name}")
@@ -198,6 +198,7 @@ def claims() -> list[Claim]:
                f"{list(even)[1]}: {even[48]}-way).")]
 
 
+@memoised
 def checks() -> dict:
     cc = claim_chain()
     h200 = catalog.accelerator("h200")
@@ -230,7 +231,7 @@ def lane_banks(pitch) -> tuple:
     return analyse(column_walk(pitch), 4).banks
 
 
-def what_changes(p) -> dict:
+def what_changes(p, ch: Chain) -> dict:
     c = {pp: bank_chain(p.gpu, 4, 32, pp, p.matrix_n, p.sm_clock_ghz) for pp in (33, 36, 48)}
     h100 = bank_chain("h100-sxm", 4, 32, 33, p.matrix_n, 1.98)
     h200 = bank_chain("h200", 4, 32, 33, p.matrix_n, 1.98)
@@ -243,7 +244,7 @@ def what_changes(p) -> dict:
     }
 
 
-def exercises(p) -> dict:
+def exercises(p, ch: Chain) -> dict:
     e1 = bank_chain(p.gpu, 4, 64, 80, p.matrix_n, p.sm_clock_ghz)
     e2 = bank_chain(p.gpu, 8, 32, 33, p.matrix_n, p.sm_clock_ghz)
     h100 = bank_chain("h100-sxm", 4, 32, 33, p.matrix_n, 1.98)

@@ -8,7 +8,7 @@ length. The counter (utils.gpu.coalescing.analyse) checks the closed form addres
 from __future__ import annotations
 
 from utils import catalog
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
 from utils.gpu.coalescing import LINE, SECTOR, WARP, WIDTHS, analyse, column_walk, row_walk, strided
 from utils.params import Param, Result, Spec
 from utils.units import fmt, pct, q
@@ -38,7 +38,7 @@ RESULTS = (
 
 
 def coalescing_chain(gpu, bytes_per_element, stride_elements, row_elements, *, source="parameters cell") -> Chain:
-    acc = catalog.accelerator(gpu) if isinstance(gpu, str) else gpu
+    acc = catalog.accelerator(gpu)
     ch = Chain(f"{int(bytes_per_element)}-byte loads by one warp, stride {int(stride_elements)}, {acc.name}")
     ch.given("L", WARP, "lanes per warp", kind="spec", source=WARP_SOURCE)
     ch.given("b", q(SECTOR, "B"), "bytes per sector", kind="spec", source=SECTOR_SOURCE)
@@ -161,6 +161,7 @@ def claims() -> list[Claim]:
                f"slows by {copy_ratio():g}x.")]
 
 
+@memoised
 def checks() -> dict:
     e = CLAIM["bytes_per_element"]
     rd = readings()
@@ -186,7 +187,7 @@ def checks() -> dict:
 
 def bandwidth_curves(gpu, strides) -> dict:
     """Predicted useful bandwidth (TB/s) against stride, per load width, and the 4-byte strided copy."""
-    acc = catalog.accelerator(gpu) if isinstance(gpu, str) else gpu
+    acc = catalog.accelerator(gpu)
     W = as_float(acc.q("hbm_bandwidth"), "TB/s")
     out = {}
     for e in (2, 4, 8, 16):
@@ -196,7 +197,7 @@ def bandwidth_curves(gpu, strides) -> dict:
     return out
 
 
-def exercises() -> dict:
+def exercises(p, ch: Chain) -> dict:
     aos, soa = analyse(strided(0, 12, 4), 4), analyse(strided(0, 4, 4), 4)
     c2 = coalescing_chain("h200", 2, 1, 4096)
     col2 = analyse(column_walk(4096, 2), 2)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from utils import catalog, models, roofline, serving
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
 from utils.params import Param, Result, Spec
 from utils.units import fmt, pct, q, short
 from utils.verdicts import READING, WRONG, Claim, judge, sig_fig_tolerance
@@ -236,6 +236,7 @@ def claims() -> list[Claim]:
     ]
 
 
+@memoised
 def checks() -> dict:
     cc, fp8 = claim_chain(), claim_chain(weight_bytes_per_param=1.0)
     chip = roofline.chip(CLAIM["gpu"])
@@ -315,7 +316,7 @@ def ceiling_curves(p, contexts) -> dict:
     return out
 
 
-def what_changes() -> dict:
+def what_changes(p, ch: Chain) -> dict:
     cc, fp8 = claim_chain(), claim_chain(weight_bytes_per_param=1.0)
     h200 = claim_chain(acc=catalog.accelerator("h200"))
     kv8 = claim_chain(kv_bytes_per_element=1.0)
@@ -335,7 +336,7 @@ def what_changes() -> dict:
         "wc-ctx-long": fmt(q(32768, "token")), "wc-ctx-long-ceiling": fmt(long_c["U"])})
 
 
-def exercises() -> dict:
+def exercises(p, ch: Chain) -> dict:
     cc = claim_chain()
     llama8 = catalog.model("llama-3-8b")
     ex1 = claim_chain(m=llama8, gpus_per_replica=1)

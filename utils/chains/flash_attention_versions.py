@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from utils import catalog
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
 from utils.chains.attention_traffic import attention_chain
 from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, pct, q, short
@@ -186,6 +186,7 @@ def claim_chain(precision="bf16", d=CLAIM["head_dim"]) -> Chain:
     return flash_chain("h100-sxm", d, b, b, 16, 1.83, 8, 16384, precision=precision, source="the claim")
 
 
+@memoised
 def checks() -> dict:
     """The claim's chains (bf16, FP8, and bf16 at d = 64) and the readings of 'sixty percent'."""
     cb, c8, c64 = claim_chain(), claim_chain("fp8"), claim_chain(d=64)
@@ -276,7 +277,7 @@ def what_changes(p, ch: Chain) -> dict:
     return out
 
 
-def exercises(p) -> dict:
+def exercises(p, ch: Chain) -> dict:
     if "fp8_dense" in p.gpu:
         e1 = _chain(p, precision="fp8")
         bound = "the softmax" if e1["t_mm"] < e1["t_x"] + e1["t_a"] else "the products"

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from utils import catalog, measured, roofline
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
 from utils.params import Param, Result, Spec
 from utils.units import auto_bytes, fmt, pct, q
 from utils.verdicts import HOLDS, READING, WRONG, Claim
@@ -158,12 +158,13 @@ def shape_label(s: dict) -> str:
     return f"{s['rows']:,} x {s['cols']:,} {dict(bfloat16='bf16', float16='fp16', float32='fp32')[s['dtype']]}"
 
 
-def checks(shapes=SHAPES) -> dict:
+@memoised
+def checks() -> dict:
     """The claim's check: the chain on each shape, on both GPUs, with utils.roofline as a second route."""
     rows = []
     for g in CHECK_GPUS:
         acc = catalog.accelerator(g)
-        for s in shapes:
+        for s in SHAPES:
             cc = softmax_chain(acc, s["rows"], s["cols"], ELEMENT_BYTES[s["dtype"]], source="the harness's shapes")
             t_floor, bound = roofline.time_floor(cc["k"] * s["rows"] * s["cols"], cc["M"],
                                                  roofline.Chip(g, acc.name, cc["P"], cc["W"]))
@@ -266,7 +267,7 @@ def what_changes(p, ch: Chain) -> dict:
             "wc-gpus": "; ".join(others)}
 
 
-def exercises(ch: Chain) -> dict:
+def exercises(p, ch: Chain) -> dict:
     llama8 = catalog.model("llama-3-8b")
     vocab, tokens, ctx = int(llama8.q("vocab_size").m), 4096, 8192
     fused = softmax_chain("h200", tokens, vocab, 4.0)

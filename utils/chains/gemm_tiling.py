@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from utils import catalog
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
 from utils.params import Param, ParameterError, Result, Spec
 from utils.roofline import Chip, attainable
 from utils.units import fmt, pct, q
@@ -68,7 +68,7 @@ def bytes_per_fma(tile_m, tile_n, e) -> float:
 
 def gemm_chain(gpu, m, n, k, tile_m, tile_n, elem_bytes, *, source="parameters cell", block_k=64,
                stages=STAGES) -> Chain:
-    acc = catalog.accelerator(gpu) if isinstance(gpu, str) else gpu
+    acc = catalog.accelerator(gpu)
     ch = Chain(f"C = A B, {int(m):,} x {int(k):,} times {int(k):,} x {int(n):,}, {int(elem_bytes)}-byte elements, "
                f"{int(tile_m)} x {int(tile_n)} tiles, {acc.name}")
     ch.given("M", int(m), "rows of A and C", kind="assumption", source=source)
@@ -109,7 +109,7 @@ def compute(p) -> Chain:
 
 
 def chip_of(gpu, elem_bytes) -> Chip:
-    a = catalog.accelerator(gpu) if isinstance(gpu, str) else gpu
+    a = catalog.accelerator(gpu)
     return Chip(a.key, a.name, a.q(RATE_FIELD[int(elem_bytes)]).to("FLOP/s"), a.q("hbm_bandwidth").to("B/s"))
 
 
@@ -206,6 +206,7 @@ def claims() -> list[Claim]:
                       f"by the tile's edge."))]
 
 
+@memoised
 def checks() -> dict:
     rd = readings()
     T = CLAIM["tile"]
@@ -284,13 +285,13 @@ def tile_curves(gpus, elem_bytes) -> dict:
     return out
 
 
-def what_changes(p) -> dict:
+def what_changes(p, ch: Chain) -> dict:
     def T(gpu, e):
         return fmt(as_float(gemm_chain(gpu, p.m, p.n, p.k, p.tile_m, p.tile_n, e)["T"], ""))
     return {"w-fp8-tile": T("h200", 1), "w-bf16-tile": T("h200", 2), "w-h100-tile": T("h100-sxm", 2)}
 
 
-def exercises() -> dict:
+def exercises(p, ch: Chain) -> dict:
     c1 = chip_of("h200", 2)
     I1 = q(2, "FLOP") / q(4, "B")
     r1 = attainable(I1.to("FLOP/B"), c1).to("TFLOP/s")

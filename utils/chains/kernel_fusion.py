@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from utils import catalog, measured, roofline
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
 from utils.models import param_count
 from utils.params import Param, Result, Spec
 from utils.units import auto_bytes, fmt, pct, q, short
@@ -119,6 +119,7 @@ def claim_chain(n: int = HARNESS_SIZES[-1]) -> Chain:
     return fusion_chain("h200", n, 2.0, CLAIM["n_ops"], 5.0, source="the claim")
 
 
+@memoised
 def checks() -> dict:
     big, small = claim_chain(), claim_chain(HARNESS_SIZES[0])
     ratios = {o: (lambda e, f: e / f)(*operand_passes(o)) for o in ("scalars", "tensors", "vectors")}
@@ -197,7 +198,7 @@ def figure_data(p, ch: Chain) -> dict:
                 l2_elements=as_float(l2, "B") / e if l2 is not None else None, gpu=p.gpu.short_name)
 
 
-def what_changes(p) -> dict:
+def what_changes(p, ch: Chain) -> dict:
     lo = fusion_chain(p.gpu, p.n_elements, p.bytes_per_element, p.n_ops, 1.0)
     hi = fusion_chain(p.gpu, p.n_elements, p.bytes_per_element, p.n_ops, 20.0)
     fp32 = fusion_chain(p.gpu, p.n_elements, 4.0, p.n_ops, p.launch_overhead_us)
@@ -205,7 +206,7 @@ def what_changes(p) -> dict:
             "wc-crossover-hi": short(hi["N_x"]), "wc-crossover-fp32": short(fp32["N_x"])}
 
 
-def exercises(p) -> dict:
+def exercises(p, ch: Chain) -> dict:
     big = HARNESS_SIZES[-1]
     ex1_ops = 8
     ex1 = fusion_chain("h200", big, 2.0, ex1_ops, p.launch_overhead_us)

@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from utils import catalog, models, roofline, serving
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
 from utils.params import Param, ParameterError, Result, Spec
 from utils.serving import per_user_text as per_user
 from utils.serving import users_text as users
@@ -253,6 +253,7 @@ def claims() -> list[Claim]:
                f"{per_user(r['T_r'], 'token')}, and the verdict survives every reading of the memory.")]
 
 
+@memoised
 def checks() -> dict:
     """The check section: the claim's chain, the roofline route, the memory readings, and their glue."""
     import sympy as sp
@@ -318,7 +319,7 @@ def users_curves(p, contexts) -> dict:
     return dict(curves=out, skipped=skipped)
 
 
-def what_changes() -> dict:
+def what_changes(p, ch: Chain) -> dict:
     cc = claim_chain()
     ctx_long = 32768
     long_c, h200_c, b200_c = (claim_chain(context_tokens=ctx_long), claim_chain(acc=catalog.accelerator("h200")),
@@ -341,7 +342,7 @@ def what_changes() -> dict:
             "wc-server-rate": fmt(q(rate["server"].m, "token/s")), "wc-server-compute": users(server["U_c"])}
 
 
-def exercises() -> dict:
+def exercises(p, ch: Chain) -> dict:
     cc = claim_chain()
     ex1 = claim_chain(acc=catalog.accelerator("b200"), gpus_per_node=1)
     h200_c = claim_chain(acc=catalog.accelerator("h200"))

@@ -9,7 +9,8 @@ at the precision the model was released in.
 from __future__ import annotations
 
 from utils import catalog
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
+from utils.display import table
 from utils.models import is_mla, kv_bytes_per_token, kv_bytes_per_token_mha, param_count
 from utils.params import Param, Result, Spec
 from utils.units import fmt, pct, q, short
@@ -119,6 +120,7 @@ QUOTES = dict(
 TOLERANCE = 0.10   # "a third" is a round fraction: within a tenth of it
 
 
+@memoised
 def checks() -> dict:
     """The claim's reading (Llama-3-70B, bf16 cache and weights, the Llama 3.1 window), the other window,
     the published parameter count, and the second route through utils.models for every catalog model."""
@@ -173,11 +175,6 @@ def claims() -> list[Claim]:
 
 
 # --- the page's tables and numbers ----------------------------------------------------------------
-def table(header: list[str], rows: list[list[str]]) -> str:
-    return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-                     + ["| " + " | ".join(r) + " |" for r in rows])
-
-
 def gqa_models() -> list[str]:
     return [k for k in catalog.keys("model") if not is_mla(catalog.model(k))]
 
@@ -220,7 +217,7 @@ def page_glue(p, ch) -> dict:
         mistake = (f"reading the query heads for the KV heads multiplies {name(m)}'s answer by {fmt(ch['x'])}, its "
                    f"query heads per KV head; caching every head uncompressed under latent attention multiplies it "
                    f"by {mla_text}")
-    window = m.q("max_context") if "max_context" in m else None
+    window = q(cfg(m, "max_context"), "token") if "max_context" in m else None     # a config.json's is a bare count
     T = q(p.context_tokens, "token")
     if window is None:
         note = "The catalog gives no window for this model."
@@ -309,7 +306,7 @@ def context_curves(contexts) -> dict:
                 claim_name=name(ck["llama70"]))
 
 
-def what_changes() -> dict:
+def what_changes(p, ch: Chain) -> dict:
     ck = checks()
     m, c = ck["llama70"], ck["claim"]
     tp = 2 * cfg(m, "n_kv_heads")
@@ -317,7 +314,7 @@ def what_changes() -> dict:
             "tp-wide-naive": fmt(c["k_tok"] / tp), "fig-x": fmt(c["x"])}
 
 
-def exercises() -> dict:
+def exercises(p, ch: Chain) -> dict:
     ck = checks()
     claim, llama31 = ck["claim"], ck["llama31"]
     l8 = catalog.model("llama-3-8b")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from utils import catalog, models, roofline
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
 from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, pct, q
 from utils.verdicts import HOLDS, READING, WRONG, Claim
@@ -209,15 +209,14 @@ def software_offsets(base: Chain, dtype, mla_model="deepseek-v3", gqa_model="lla
     return ch
 
 
-def chain(p) -> Chain:
-    return memory_wall(p.gpu_a, p.gpu_b, p.gpu_c, p.dtype)
-
-
-def compute(p) -> dict:
-    wall = chain(p)
+def compute(p) -> Chain:
+    """The wall's chain; the software offsets the results read are its values (no rows), their chain its data."""
+    wall = memory_wall(p.gpu_a, p.gpu_b, p.gpu_c, p.dtype)
     soft = software_offsets(wall, p.dtype)
-    return {**{r.name: wall[r.name] for r in wall.rows},
-            **{k: soft[k] for k in ("B_a", "B_b", "B_c", "B_c8", "B_c4", "f_mla", "f_gqa", "K_mla", "K_mha")}}
+    for k in ("B_a", "B_b", "B_c", "B_c8", "B_c4", "f_mla", "f_gqa", "K_mla", "K_mha"):
+        wall.value(k, soft[k])
+    wall.data["software"] = soft
+    return wall
 
 
 # --- the claim ------------------------------------------------------------------------------------
@@ -274,6 +273,7 @@ def readings() -> list[tuple]:
     return out
 
 
+@memoised
 def checks() -> dict:
     cc = memory_wall(CLAIM["first"], CLAIM["middle"], CLAIM["last"], CLAIM["dtype"], source="the claim")
     c40 = memory_wall(FIRST_40GB, CLAIM["middle"], CLAIM["last"], CLAIM["dtype"], source="the claim, launch A100")
@@ -414,12 +414,13 @@ def figure_data(p) -> dict:
                 chosen={p.gpu_a.key, p.gpu_b.key, p.gpu_c.key})
 
 
-def what_changes() -> dict:
+def what_changes(p, ch: Chain) -> dict:
     fp8 = memory_wall(CLAIM["first"], CLAIM["middle"], CLAIM["last"], "fp8")
     return {"wc-fp8-r-ba": fmt(fp8["r_ba"]), "wc-fp8-r-cb": fmt(fp8["r_cb"])}
 
 
-def exercises(ck) -> dict:
+def exercises(p, ch: Chain) -> dict:
+    ck = checks()
     mi = memory_wall("h100-sxm", "h100-sxm", "mi300x", "bf16")
     fp8 = memory_wall(CLAIM["first"], CLAIM["middle"], CLAIM["last"], "fp8")
     cc = ck["cc"]

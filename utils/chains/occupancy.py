@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from utils import catalog
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
 from utils.gpu.occupancy import WARP, occupancy, sm_limits
 from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, pct, q
@@ -67,8 +67,8 @@ def validate(p):
 
 
 def occupancy_chain(gpu, threads_per_block, regs_max_occ, regs_blocked, loads_max_occ, loads_blocked,
-                    load_bytes, latency_ns, *, source="parameters cell") -> Chain:
-    acc = catalog.accelerator(gpu) if isinstance(gpu, str) else gpu
+                    load_bytes, latency_ns, *, source="parameters cell", latency_source=LATENCY_SOURCE) -> Chain:
+    acc = catalog.accelerator(gpu)
     lim = sm_limits(acc.key)
     oa, ob = (occupancy(threads_per_block, r, 0, lim) for r in (regs_max_occ, regs_blocked))
     ch = Chain(f"Two {int(threads_per_block)}-thread kernels on the {acc.name}: {int(regs_max_occ)} registers "
@@ -83,7 +83,7 @@ def occupancy_chain(gpu, threads_per_block, regs_max_occ, regs_blocked, loads_ma
     ch.step("o_a", "w_a/W_max", "", "occupancy, occupancy-maximised kernel")
     ch.step("o_b", "w_b/W_max", "", "occupancy, register-blocked kernel")
     ch.given("lat", q(latency_ns, "ns"), "memory latency under load", kind="assumption",
-             source=LATENCY_SOURCE if float(latency_ns) == 600.0 else source)
+             source=latency_source)
     ch.given("b", q(load_bytes, "B"), "bytes per load", kind="assumption", source=source)
     ch.given("k_a", int(loads_max_occ), "independent loads a thread, occupancy-maximised", kind="assumption",
              source=source)
@@ -102,7 +102,7 @@ def occupancy_chain(gpu, threads_per_block, regs_max_occ, regs_blocked, loads_ma
 
 def compute(p) -> Chain:
     return occupancy_chain(p.gpu, p.threads_per_block, p.regs_max_occ, p.regs_blocked, p.loads_max_occ,
-                           p.loads_blocked, p.load_bytes, p.latency_ns)
+                           p.loads_blocked, p.load_bytes, p.latency_ns, latency_source=SPEC.source(p, "latency_ns"))
 
 
 # --- the claim ------------------------------------------------------------------------------------
@@ -140,6 +140,7 @@ def claims() -> list[Claim]:
                f"{as_float(same['s']):.3g} times.")]
 
 
+@memoised
 def checks() -> dict:
     ch = claim_chain()
     same = occupancy_chain(**{**{k: v for k, v in CLAIM.items() if k != "speedup"}, "loads_blocked": 1})
@@ -154,7 +155,7 @@ def checks() -> dict:
 # --- the page's tables and figures ------------------------------------------------------------------
 def register_staircase(gpu, threads_per_block, regs=range(1, 256)) -> tuple[np.ndarray, np.ndarray]:
     """Occupancy against registers per thread: the staircase the allocation granularity draws."""
-    lim = sm_limits(gpu if isinstance(gpu, str) else gpu.key)
+    lim = sm_limits(gpu)
     r = np.array(list(regs))
     return r, np.array([occupancy(threads_per_block, int(x), 0, lim).occupancy for x in r])
 
@@ -169,7 +170,7 @@ def bandwidth_curves(p, loads=(1, 2, 4, 8)) -> dict:
 
 def case_rows(gpu) -> list[tuple]:
     """The calculator on a handful of launches, for the page's table (and the tests)."""
-    lim = sm_limits(gpu if isinstance(gpu, str) else gpu.key)
+    lim = sm_limits(gpu)
     spec = [(256, 32, 0), (256, 64, 0), (256, 128, 0), (128, 37, 0), (256, 40, 0), (1024, 32, 0),
             (256, 32, 48 * 1024), (64, 16, 0)]
     rows = []
@@ -180,20 +181,20 @@ def case_rows(gpu) -> list[tuple]:
     return rows
 
 
-def what_changes(p) -> dict:
+def what_changes(p, ch: Chain) -> dict:
     base = {k: getattr(p, k) for k in ("threads_per_block", "regs_max_occ", "regs_blocked", "loads_max_occ",
                                        "loads_blocked", "load_bytes", "latency_ns")}
-    lo = occupancy_chain(p.gpu, **{**base, "latency_ns": 300.0})
-    hi = occupancy_chain(p.gpu, **{**base, "latency_ns": 1200.0})
-    h100 = occupancy_chain("h100-sxm", **base)
-    a100 = occupancy_chain("a100-sxm-80gb", **base)
+    lo = occupancy_chain(p.gpu, **{**base, "latency_ns": 300.0}, latency_source="this section's sweep")
+    hi = occupancy_chain(p.gpu, **{**base, "latency_ns": 1200.0}, latency_source="this section's sweep")
+    lat = SPEC.source(p, "latency_ns")
+    h100, a100 = (occupancy_chain(g, **base, latency_source=lat) for g in ("h100-sxm", "a100-sxm-80gb"))
     return {"w-lat-lo": fmt(q(300, "ns")), "w-s-lo": f"{as_float(lo['s']):.3g}",
             "w-lat-hi": fmt(q(1200, "ns")), "w-s-hi": f"{as_float(hi['s']):.3g}",
             "w-h100": f"{as_float(h100['s']):.3g}", "w-h100-Q": fmt(h100["Q"]),
             "w-a100": f"{as_float(a100['s']):.3g}", "w-a100-Q": fmt(a100["Q"])}
 
 
-def exercises() -> dict:
+def exercises(p, ch: Chain) -> dict:
     lim = sm_limits("h200")
     e1 = occupancy(128, 72, 0, lim)
     e2 = occupancy(256, 32, 64 * 1024, lim)

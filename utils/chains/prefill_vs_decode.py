@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from utils import catalog, models, roofline, serving
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
 from utils.params import Param, ParameterError, Result
 from utils.params import Spec as ChapterSpec
 from utils.units import fmt, pct, q, short
@@ -373,6 +373,7 @@ def claims() -> list[Claim]:
     ]
 
 
+@memoised
 def checks() -> dict:
     cc, cs, r = claim_chain(), claim_spec(), expert_reads()
     knee_ratio = as_float(cc["n_k"] / cc["n_0"], "")
@@ -482,7 +483,7 @@ def pass_curves(p, n_grid) -> dict:
     return dict(curves=out, skipped=skipped)
 
 
-def what_changes() -> dict:
+def what_changes(p, ch: Chain) -> dict:
     out = {label: tok(claim_chain(acc=catalog.accelerator(key))["n_k"])
            for key, label in (("a100-sxm-80gb", "wc-a100"), ("h100-sxm", "wc-h100"), ("h200", "wc-h200"), ("b200", "wc-b200"))}
     out["wc-fp8w"] = tok(claim_chain(weight_bytes_per_param=1.0)["n_k"])
@@ -500,7 +501,7 @@ def what_changes() -> dict:
     return out
 
 
-def exercises() -> dict:
+def exercises(p, ch: Chain) -> dict:
     cc, cs = claim_chain(), claim_spec()
     m8 = catalog.model("llama-3-8b")
     ex1 = claim_chain(m=m8, gpus_per_replica=1)

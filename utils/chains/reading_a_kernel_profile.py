@@ -10,7 +10,7 @@ memory) moves the limit back to DRAM.
 from __future__ import annotations
 
 from utils import catalog
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
 from utils.chains.bank_conflicts import CLOCK_SOURCE, GUIDE
 from utils.gpu.coalescing import LINE, SECTOR, WARP, analyse, column_walk, row_walk, strided
 from utils.gpu.kernel_profile import (
@@ -67,13 +67,13 @@ def validate(p):
 
 
 def rates(gpu, sm_clock_ghz=1.98, l1_bytes_per_clock=128, wavefront="lines") -> Rates:
-    acc = catalog.accelerator(gpu) if isinstance(gpu, str) else gpu
+    acc = catalog.accelerator(gpu)
     return Rates(int(as_float(acc.q("sm_count"), "")), float(sm_clock_ghz) * 1e9, float(l1_bytes_per_clock),
                  as_float(acc.q("hbm_bandwidth"), "B/s"), wavefront)
 
 
 def walk_chain(gpu, e, clock_ghz, l1_bytes, wavefront, busy, *, source="parameters cell") -> Chain:
-    acc = catalog.accelerator(gpu) if isinstance(gpu, str) else gpu
+    acc = catalog.accelerator(gpu)
     r = rates(acc, clock_ghz, l1_bytes, wavefront)
     walk, fixed = analyse(column_walk(ROW, e), e), analyse(row_walk(ROW, e), e)
     ch = Chain(f"A warp walking down a column of {int(e)}-byte elements, {acc.name}")
@@ -214,6 +214,7 @@ def gap_claim() -> Claim:
                 f"{fmt(1 / walk.efficiency)}."))
 
 
+@memoised
 def checks() -> dict:
     n = claim_numbers()
     walk = analyse(column_walk(ROW, 4), 4)
@@ -293,7 +294,7 @@ def stride_curves(p, strides) -> dict:
     return out
 
 
-def exercises() -> dict:
+def exercises(p, ch: Chain) -> dict:
     b1 = bottleneck(compute_pct=45.0, memory_pct=30.0)
     b2 = bottleneck(compute_pct=20.0, memory_pct=25.0, waves=0.5)
     b3 = bottleneck(compute_pct=20.0, memory_pct=25.0, waves=4.0)

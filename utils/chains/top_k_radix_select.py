@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from utils import catalog
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
 from utils.gpu.kernels.topk import BUCKETS, DIGIT_BITS, keys, radix_thresholds, radix_topk, reference_topk
 from utils.params import Param, ParameterError, Result, Spec
 from utils.roofline import chip, time_floor
@@ -60,9 +60,10 @@ def validate(p):
         raise ParameterError(f"k must be at most the vocabulary of {p.model.name} ({vocab(p.model):,}), got {p.k!r}")
 
 
-def topk_chain(model, gpu, k, bytes_per_logit, batch_rows, launch_us=5.0, *, source="parameters cell") -> Chain:
-    mod = catalog.model(model) if isinstance(model, str) else model
-    acc = catalog.accelerator(gpu) if isinstance(gpu, str) else gpu
+def topk_chain(model, gpu, k, bytes_per_logit, batch_rows, launch_us=5.0, *, source="parameters cell",
+               launch_source=LAUNCH_SOURCE) -> Chain:
+    mod = catalog.model(model)
+    acc = catalog.accelerator(gpu)
     v = mod["vocab_size"]
     ch = Chain(f"Top-{int(k)} of {mod.name}'s logits on {acc.name}")
     ch.given("V", int(v.q.m), "logits per row: the vocabulary", kind=v.kind, source=v.cite)
@@ -71,7 +72,7 @@ def topk_chain(model, gpu, k, bytes_per_logit, batch_rows, launch_us=5.0, *, sou
     ch.given("W", acc["hbm_bandwidth"], "HBM bandwidth")
     ch.step("t_r", "S/W", "us", "time to read one row at HBM bandwidth")
     ch.given("t_L", q(launch_us, "us"), "one kernel launch", kind="assumption",
-             source=LAUNCH_SOURCE if float(launch_us) == 5.0 else source)
+             source=launch_source)
     ch.step("rho", "t_r/t_L", "", "one row's read over one launch")
     ch.given("R", int(batch_rows), "rows per launch", kind="assumption", source=source)
     ch.step("t_B", "R*S/W", "us", "time to read the batch at HBM bandwidth")
@@ -91,7 +92,8 @@ def topk_chain(model, gpu, k, bytes_per_logit, batch_rows, launch_us=5.0, *, sou
 
 
 def compute(p) -> Chain:
-    return topk_chain(p.model, p.gpu, p.k, p.bytes_per_logit, p.batch_rows, p.launch_us)
+    return topk_chain(p.model, p.gpu, p.k, p.bytes_per_logit, p.batch_rows, p.launch_us,
+                      launch_source=SPEC.source(p, "launch_us"))
 
 
 def chain_numbers(p, ch) -> dict:
@@ -107,7 +109,7 @@ def chain_numbers(p, ch) -> dict:
     return {
         "intro-model": p.model.name, "intro-gpu": p.gpu.name, "intro-k": fmt(p.k),
         "intro-read-share": pct(ch["rho"]), "buckets": fmt(BUCKETS), "ch-launch": fmt(ch["t_L"].to("us")),
-        "ch-launch-kind": "this book's assumption" if p.launch_us == 5.0 else "the parameters cell",
+        "ch-launch-kind": "this book's assumption" if SPEC.source(p, "launch_us") == LAUNCH_SOURCE else "the parameters cell",
         "ch-batch-time": fmt(ch["t_B"].to("us")), "ch-rows": fmt(p.batch_rows), "ch-rx": fmt(ch["R_x"]),
         "ch-batch-bytes": fmt((ch["R"] * ch["S"]).to("MB")), "ch-l2": l2, "ch-keybits": fmt(ch["n_b"]),
         "k-reg": fmt(K_REG), "k-half": fmt(V // 2), "shape-now": shape_for(p.k, ch),
@@ -264,6 +266,7 @@ def sort_compares_counted(n=16384, seed=3) -> int:
     return count[0]
 
 
+@memoised
 def checks() -> dict:
     cc, cb = claim_chain(), claim_chain(64)
     t_floor, bound = time_floor(q(0, "FLOP"), cc["S"], chip(CLAIM["gpu"]))    # second route: the roofline
@@ -310,9 +313,10 @@ def pass_curves(ch) -> dict:
     return out
 
 
-def what_changes(p) -> dict:
-    c_bf16 = topk_chain(p.model, p.gpu, p.k, 2, p.batch_rows, p.launch_us)
-    c_kimi = topk_chain("kimi-k2", p.gpu, p.k, p.bytes_per_logit, p.batch_rows, p.launch_us)
+def what_changes(p, ch: Chain) -> dict:
+    c_bf16 = topk_chain(p.model, p.gpu, p.k, 2, p.batch_rows, p.launch_us, launch_source=SPEC.source(p, "launch_us"))
+    c_kimi = topk_chain("kimi-k2", p.gpu, p.k, p.bytes_per_logit, p.batch_rows, p.launch_us,
+                        launch_source=SPEC.source(p, "launch_us"))
     return {"wc-bf16-row": fmt(c_bf16["S"].to("MB")), "wc-bf16-passes": fmt(c_bf16["P"]),
             "wc-bf16-ratio": fmt(c_bf16["w"]), "wc-kimi": catalog.model("kimi-k2").name,
             "wc-kimi-row": fmt(c_kimi["S"].to("MB")), "wc-kimi-rx": fmt(c_kimi["R_x"])}

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from utils import catalog
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
 from utils.chains.kernel_fusion import fusion_chain
 from utils.params import Param, Result, Spec
 from utils.units import duration, fmt, num, pct, q, short
@@ -117,6 +117,7 @@ def claim_chain() -> Chain:
     return compile_chain(**CLAIM_INPUTS, source="the claim's step")
 
 
+@memoised
 def checks() -> dict:
     """The claim's step: each stage's gain, and the two failures on the same step."""
     ch = claim_chain()
@@ -170,7 +171,7 @@ def break_curve(p, breaks) -> dict:
                 graphs=as_float(ch["S_G"], ""))
 
 
-def what_changes(p) -> dict:
+def what_changes(p, ch: Chain) -> dict:
     base = _args(p)
     big = compile_chain(**{**base, "n_elements": 268435456.0})
     slow = compile_chain(**{**base, "launch_overhead_us": 20.0})
@@ -179,7 +180,7 @@ def what_changes(p) -> dict:
             "wc-slow-launch": fmt(slow["t_L"]), "wc-slow-graphs": fmt(as_float(slow["S_G"], ""), digits=2)}
 
 
-def exercises(p) -> dict:
+def exercises(p, ch: Chain) -> dict:
     base = _args(p)
     ten = compile_chain(**{**base, "graph_breaks": 10})
     fp32 = compile_chain(**{**base, "bytes_per_element": 4.0})

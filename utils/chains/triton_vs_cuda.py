@@ -14,7 +14,7 @@ import re
 
 import utils.chains.torch_compile as tc
 from utils import catalog
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
 from utils.chains import bank_conflicts, flash_attention_versions, top_k_radix_select
 from utils.chains import bank_conflicts as bc
 from utils.chains import flash_attention_versions as fa
@@ -98,8 +98,8 @@ def parts(gpu, model, k, launch_us) -> dict:
 
 
 def gaps_chain(gpu, model, k, launch_us, *, source="parameters cell") -> Chain:
-    acc = catalog.accelerator(gpu) if isinstance(gpu, str) else gpu
-    mod = catalog.model(model) if isinstance(model, str) else model
+    acc = catalog.accelerator(gpu)
+    mod = catalog.model(model)
     pt = parts(acc, mod, k, launch_us)
     t, b, f, s = pt["topk"], pt["bank"], pt["flash"], pt["step"]
     ch = Chain(f"What each of Triton's four gaps costs on {acc.name}, in the book's own kernels")
@@ -141,12 +141,18 @@ READING_TEXT = ("'most' as more than half, counted over the kernels a stack writ
                 "that needs a gap counts against the claim even where a later Triton fills it")
 
 
-def checks(version: tuple = NOW) -> dict:
+def written_in_triton(version: tuple) -> int:
+    """How many of the book's kernels Triton writes at `version` (the rest need a gap it has not filled)."""
+    return sum(1 for k in inventory() if decide(k.needs, tuple(version)) == "Triton")
+
+
+@memoised
+def checks() -> dict:
     ks = inventory()
     t = tally(ks)
     share = t["none"] / t["total"]
-    by_tool = {v: sum(1 for k in ks if decide(k.needs, v) == "Triton") for v in (BEFORE, tuple(version))}
-    return dict(kernels=ks, tally=t, share=share, by_tool=by_tool, version=tuple(version))
+    by_tool = {v: written_in_triton(v) for v in (BEFORE, NOW)}
+    return dict(kernels=ks, tally=t, share=share, by_tool=by_tool, version=NOW)
 
 
 def claims() -> list[Claim]:
@@ -233,7 +239,7 @@ def figure_data(ch: Chain) -> dict:
                 others=OTHERS["fa3_tflops"] / OTHERS["tutorial_tflops"])
 
 
-def what_changes(p) -> dict:
+def what_changes(p, ch: Chain) -> dict:
     k_reg = gaps_chain(p.gpu, p.model, tk.K_REG, p.launch_us)
     f = flash_attention_versions.SPEC.defaults()
     c8 = fa.flash_chain(p.gpu, f["head_dim"], f["block_q"], f["block_k"], f["mufu_per_sm_per_clock"],
@@ -241,10 +247,9 @@ def what_changes(p) -> dict:
         if "fp8_dense" in p.gpu else None
     big = tc.compile_chain(**{**tc.CLAIM_INPUTS, "gpu": p.gpu, "launch_overhead_us": p.launch_us,
                               "n_elements": 64 * tc.CLAIM_INPUTS["n_elements"]})
-    ck = checks(version_tuple(p.triton_version))
     return {
-        "w-v33": fmt(ck["by_tool"][BEFORE]), "w-vnow": fmt(ck["by_tool"][ck["version"]]),
-        "w-version": p.triton_version, "w-total": fmt(ck["tally"]["total"]),
+        "w-v33": fmt(written_in_triton(BEFORE)), "w-vnow": fmt(written_in_triton(version_tuple(p.triton_version))),
+        "w-version": p.triton_version, "w-total": fmt(checks()["tally"]["total"]),
         "w-kreg": fmt(tk.K_REG), "w-w1-kreg": f"{fmt(k_reg['w_1'])}x",
         "w-fp8": f"{fmt(as_float(c8['T_s'] / c8['T_o'], ''))}x" if c8 is not None else "not in the catalog",
         "w-big": f"{fmt(as_float(big['t_I'] / big['t_G'], ''))}x", "w-big-n": short(64 * tc.CLAIM_INPUTS["n_elements"]),
@@ -252,7 +257,7 @@ def what_changes(p) -> dict:
     }
 
 
-def exercises(p) -> dict:
+def exercises(p, ch: Chain) -> dict:
     ks = inventory()
     leave = [k.name for k in ks if decide(k.needs, BEFORE) != "Triton"]
     t2, s2 = tree_reduction(256), shuffle_reduction(256)

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from utils import catalog
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
 from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, pct, q, short
 from utils.verdicts import WRONG, Claim, judge, sig_fig_tolerance
@@ -82,8 +82,8 @@ def validate(p):
 
 def vector_add_chain(n_elements, block_size, acc, ic, dtype_bytes, link_efficiency, *,
                      source="parameters cell", eff_source=LINK_EFF_SOURCE) -> Chain:
-    acc = catalog.accelerator(acc) if isinstance(acc, str) else acc
-    ic = catalog.interconnect(ic) if isinstance(ic, str) else ic
+    acc = catalog.accelerator(acc)
+    ic = catalog.interconnect(ic)
     ch = Chain(f"{short(n_elements)}-element add on {acc.name}, copies over {ic.name}")
     ch.given("n", float(n_elements), "elements per vector", kind="assumption", source=source)
     ch.given("e", q(dtype_bytes, "B"), "bytes per element", kind="assumption", source=source)
@@ -117,7 +117,8 @@ def vector_add_chain(n_elements, block_size, acc, ic, dtype_bytes, link_efficien
 
 
 def compute(p) -> Chain:
-    return vector_add_chain(p.n_elements, p.block_size, p.gpu, p.link, p.dtype_bytes, p.link_efficiency)
+    return vector_add_chain(p.n_elements, p.block_size, p.gpu, p.link, p.dtype_bytes, p.link_efficiency,
+                            eff_source=SPEC.source(p, "link_efficiency"))
 
 
 def ratio_of(gpu, link, eff, n=100e6, e=4, *, source="the claim") -> float:
@@ -228,6 +229,7 @@ def claims() -> list[Claim]:
                      f"and {b2['sheet']:.0f}x on {b2['name']}.")]
 
 
+@memoised
 def checks() -> dict:
     """The check section's numbers: the claim's size on an H100 SXM at the datasheet rate, the second
     route (W / L), and the readings table."""
@@ -271,12 +273,13 @@ def where_time(n_elements, block_size, link, link_efficiency) -> dict:
     return out
 
 
-def what_changes(p) -> dict:
+def what_changes(p, ch: Chain) -> dict:
     lo = 0.6
     return {"wc-eff-lo": pct(lo), "wc-r-lo": f"{ratio_of(p.gpu, p.link, lo, p.n_elements, p.dtype_bytes):.0f}x"}
 
 
-def exercises(link_efficiency=0.85) -> dict:
+def exercises(p, ch: Chain) -> dict:
+    link_efficiency = SPEC.defaults()["link_efficiency"]      # the answers hold the page's default link
     c1 = vector_add_chain(1e9, 256, "b200", "pcie5-x16", 2, link_efficiency)
     r2 = ratio_of("h200", "pcie5-x16", link_efficiency)
     n3, B3 = 2**31 + 1000, 256

@@ -90,14 +90,8 @@ def _heads(x: torch.Tensor, name: str) -> torch.Tensor:
     return x.reshape(-1, x.shape[-2], x.shape[-1])
 
 
-def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor | None = None, *,
-              causal: bool = False, scale: float | None = None, block_q: int = BLOCK_Q,
-              block_k: int = BLOCK_K, num_warps: int | None = None, num_stages: int | None = None
-              ) -> torch.Tensor:
-    """softmax(q k^T * scale) v per head, tiled (the N x N scores never reach memory); returns out.
-
-    q, k, v, out: tensors of one shape (..., N, d) and one dtype (float32, float16 or bfloat16); d a power
-    of two from 16 to 256. scale defaults to 1 / sqrt(d)."""
+def _checked(q, k, v, out, block_q: int, block_k: int) -> tuple:
+    """The tiled kernels' one argument check: (qh, kh, vh, oh, out, n_ctx, d), out allocated when None."""
     if not (q.shape == k.shape == v.shape):
         raise ValueError("attention: q, k and v must have one shape (..., N, d)")
     if not (q.dtype == k.dtype == v.dtype) or q.dtype not in (torch.float32, torch.float16, torch.bfloat16):
@@ -115,12 +109,22 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tens
     if not out.is_contiguous():
         raise ValueError("attention: out must be contiguous")
     qh, kh, vh, oh = (_heads(x, n) for x, n in ((q, "q"), (k, "k"), (v, "v"), (out, "out")))
+    return qh, kh, vh, oh, out, n_ctx, d
+
+
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor | None = None, *,
+              causal: bool = False, scale: float | None = None, block_q: int = BLOCK_Q,
+              block_k: int = BLOCK_K, num_warps: int | None = None, num_stages: int | None = None
+              ) -> torch.Tensor:
+    """softmax(q k^T * scale) v per head, tiled (the N x N scores never reach memory); returns out.
+
+    q, k, v, out: tensors of one shape (..., N, d) and one dtype (float32, float16 or bfloat16); d a power
+    of two from 16 to 256. scale defaults to 1 / sqrt(d)."""
+    qh, kh, vh, oh, out, n_ctx, d = _checked(q, k, v, out, block_q, block_k)
     scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
     if qh.shape[0] and n_ctx:
         grid = (triton.cdiv(n_ctx, block_q), qh.shape[0])
-        extra = {}
-        if num_stages is not None:
-            extra["num_stages"] = num_stages
+        extra = {} if num_stages is None else {"num_stages": num_stages}
         _attention_kernel[grid](qh, kh, vh, oh, n_ctx, scale * _LOG2E,
                                 qh.stride(0), qh.stride(1), kh.stride(0), kh.stride(1),
                                 vh.stride(0), vh.stride(1), oh.stride(0), oh.stride(1),
@@ -257,23 +261,7 @@ def attention_exp2(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch
                    ) -> torch.Tensor:
     """attention's arguments and result, by the exp2 kernel (scale folded into one FMA, masks only on
     boundary blocks); returns out."""
-    if not (q.shape == k.shape == v.shape):
-        raise ValueError("attention: q, k and v must have one shape (..., N, d)")
-    if not (q.dtype == k.dtype == v.dtype) or q.dtype not in (torch.float32, torch.float16, torch.bfloat16):
-        raise ValueError("attention: q, k and v must share one dtype: float32, float16 or bfloat16")
-    n_ctx, d = q.shape[-2], q.shape[-1]
-    if d < 16 or d > 256 or d & (d - 1):
-        raise ValueError(f"attention: head dimension {d} must be a power of two from 16 to 256")
-    for b, what in ((block_q, "block_q"), (block_k, "block_k")):
-        if b < 16 or b & (b - 1):
-            raise ValueError(f"attention: {what} must be a power of two of at least 16")
-    if out is None:
-        out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
-    if out.shape != q.shape or out.dtype != q.dtype:
-        raise ValueError("attention: out must have q's shape and dtype")
-    if not out.is_contiguous():
-        raise ValueError("attention: out must be contiguous")
-    qh, kh, vh, oh = (_heads(x, n) for x, n in ((q, "q"), (k, "k"), (v, "v"), (out, "out")))
+    qh, kh, vh, oh, out, n_ctx, d = _checked(q, k, v, out, block_q, block_k)
     scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
     if qh.shape[0] and n_ctx:
         grid = (triton.cdiv(n_ctx, block_q), qh.shape[0])

@@ -42,7 +42,9 @@ def _chain_kernel(x_ptr, y_ptr, n, a, b, c, d, BLOCK: tl.constexpr):
     tl.store(y_ptr + offsets, t.to(y_ptr.dtype.element_ty), mask=mask)
 
 
-def _check(x: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
+def _check(x: torch.Tensor, out: torch.Tensor | None, block: int | None = None) -> torch.Tensor:
+    """The chain's argument check, for its kernels (block given) and the eager chain; returns out
+    (allocated like x when None)."""
     if not x.is_contiguous():
         raise ValueError("chain: x must be contiguous")
     if not x.is_floating_point():
@@ -51,15 +53,15 @@ def _check(x: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
         out = torch.empty_like(x)
     if out.shape != x.shape or out.dtype != x.dtype or not out.is_contiguous():
         raise ValueError("chain: out must be a contiguous tensor of x's shape and dtype")
+    if block is not None and (block <= 0 or block & (block - 1)):
+        raise ValueError("chain: block must be a power of two")
     return out
 
 
 def fused_chain(x: torch.Tensor, a: float, b: float, c: float, d: float, out: torch.Tensor | None = None,
                 *, block: int = DEFAULT_BLOCK, num_warps: int = DEFAULT_WARPS) -> torch.Tensor:
     """y = gelu(x * a + b) * c + d in one Triton kernel (one read of x, one write of y); returns out."""
-    out = _check(x, out)
-    if block <= 0 or block & (block - 1):
-        raise ValueError("chain: block must be a power of two")
+    out = _check(x, out, block)
     n = x.numel()
     if n:
         _chain_kernel[(triton.cdiv(n, block),)](x, out, n, float(a), float(b), float(c), float(d),
@@ -118,9 +120,7 @@ def fused_chain_exp2(x: torch.Tensor, a: float, b: float, c: float, d: float, ou
                      *, block: int = DEFAULT_BLOCK, num_warps: int = DEFAULT_WARPS) -> torch.Tensor:
     """y = gelu(x * a + b) * c + d as fused_chain, with the GELU as one exp2 and one fast division per
     element; returns out."""
-    out = _check(x, out)
-    if block <= 0 or block & (block - 1):
-        raise ValueError("chain: block must be a power of two")
+    out = _check(x, out, block)
     n = x.numel()
     if n:
         _chain_exp2_kernel[(triton.cdiv(n, block),)](x, out, n, float(a), float(b), float(c), float(d),

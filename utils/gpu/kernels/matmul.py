@@ -76,16 +76,15 @@ def _power_of_two(x: int, lo: int, what: str) -> None:
         raise ValueError(f"matmul: {what} must be a power of two of at least {lo}, got {x!r}")
 
 
-def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, block_m: int = 128,
-           block_n: int = 128, block_k: int = 64, group_m: int = GROUP_M, num_warps: int | None = None,
-           num_stages: int | None = None) -> torch.Tensor:
-    """C = a b with BLOCK_M x BLOCK_N tiles and a K step of BLOCK_K (powers of two, at least 16 for
-    tl.dot); fp32 accumulation; returns out (allocated in a's dtype when None)."""
+def _checked(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None, *, blocks: dict | None = None,
+             group_m: int = 1) -> tuple:
+    """Both matmuls' argument check (the tile sizes where the caller fixes them); (out, m, n, k), out
+    allocated in a's dtype when None."""
     if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]:
         raise ValueError(f"matmul: need a (M, K) and b (K, N), got {tuple(a.shape)} and {tuple(b.shape)}")
     if a.dtype != b.dtype or a.dtype not in _DTYPES:
         raise ValueError("matmul: a and b must share one dtype: float32, float16 or bfloat16")
-    for x, what in ((block_m, "block_m"), (block_n, "block_n"), (block_k, "block_k")):
+    for what, x in (blocks or {}).items():
         _power_of_two(x, 16, what)
     if isinstance(group_m, bool) or not isinstance(group_m, int) or group_m < 1:
         raise ValueError(f"matmul: group_m must be a whole number >= 1, got {group_m!r}")
@@ -95,6 +94,16 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *,
         out = torch.empty((m, n), dtype=a.dtype, device=a.device)
     if out.shape != (m, n) or out.dtype not in _DTYPES:
         raise ValueError(f"matmul: out must have shape {(m, n)} and a float dtype")
+    return out, m, n, k
+
+
+def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, block_m: int = 128,
+           block_n: int = 128, block_k: int = 64, group_m: int = GROUP_M, num_warps: int | None = None,
+           num_stages: int | None = None) -> torch.Tensor:
+    """C = a b with BLOCK_M x BLOCK_N tiles and a K step of BLOCK_K (powers of two, at least 16 for
+    tl.dot); fp32 accumulation; returns out (allocated in a's dtype when None)."""
+    out, m, n, k = _checked(a, b, out, blocks=dict(block_m=block_m, block_n=block_n, block_k=block_k),
+                            group_m=group_m)
     if m and n:
         if k == 0:
             out.zero_()
@@ -179,16 +188,7 @@ def matmul_autotuned(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None 
     dict of block_m, block_n, block_k and optionally group_m, num_warps, num_stages (matmul's keywords)."""
     if config is not None:
         return matmul(a, b, out, **config)
-    if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]:
-        raise ValueError(f"matmul: need a (M, K) and b (K, N), got {tuple(a.shape)} and {tuple(b.shape)}")
-    if a.dtype != b.dtype or a.dtype not in _DTYPES:
-        raise ValueError("matmul: a and b must share one dtype: float32, float16 or bfloat16")
-    m, k = a.shape
-    n = b.shape[1]
-    if out is None:
-        out = torch.empty((m, n), dtype=a.dtype, device=a.device)
-    if out.shape != (m, n) or out.dtype not in _DTYPES:
-        raise ValueError(f"matmul: out must have shape {(m, n)} and a float dtype")
+    out, m, n, k = _checked(a, b, out)
     if m and n:
         if k == 0:
             out.zero_()

@@ -53,9 +53,8 @@ def _softmax_kernel(x_ptr, y_ptr, n_cols, x_row_stride, y_row_stride, BLOCK: tl.
     tl.store(y_ptr + row * y_row_stride + cols, (e * inv).to(y_ptr.dtype.element_ty), mask=mask)
 
 
-def softmax(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-    """Softmax of each row of the 2-D tensor `x` into `out` (allocated like `x` when None); returns out.
-    Rows may be strided; each row's elements must be contiguous."""
+def _checked(x: torch.Tensor, out: torch.Tensor | None) -> tuple:
+    """Both row softmaxes' argument check: (out, allocated like x when None; n_rows; n_cols)."""
     if x.dim() != 2:
         raise ValueError("softmax: x must be 2-D (rows, cols)")
     if x.dtype not in (torch.float32, torch.float16, torch.bfloat16):
@@ -70,6 +69,13 @@ def softmax(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
         out = torch.empty_like(x, memory_format=torch.contiguous_format)
     if out.shape != x.shape or out.dtype != x.dtype or (n_cols and out.stride(1) != 1):
         raise ValueError("softmax: out must have x's shape and dtype, each row contiguous")
+    return out, n_rows, n_cols
+
+
+def softmax(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """Softmax of each row of the 2-D tensor `x` into `out` (allocated like `x` when None); returns out.
+    Rows may be strided; each row's elements must be contiguous."""
+    out, n_rows, n_cols = _checked(x, out)
     if n_rows and n_cols:
         block = block_size(n_cols)
         _softmax_kernel[(n_rows,)](x, out, n_cols, x.stride(0), out.stride(0), BLOCK=block,
@@ -150,22 +156,9 @@ def softmax_persistent(x: torch.Tensor, out: torch.Tensor | None = None, *, prog
     """The row softmax of `softmax`, same arguments and checks, by the persistent kernel: ROWS rows per
     program and a grid of at most `programs` programs (by default programs_per_sm x the SM count), each
     striding over the rows. Returns out."""
-    if x.dim() != 2:
-        raise ValueError("softmax: x must be 2-D (rows, cols)")
-    if x.dtype not in (torch.float32, torch.float16, torch.bfloat16):
-        raise ValueError("softmax: x must be float32, float16 or bfloat16")
-    n_rows, n_cols = x.shape
-    if n_cols > MAX_COLS:
-        raise ValueError(f"softmax: rows of {n_cols} columns do not fit one program's registers "
-                         f"(at most {MAX_COLS}); a wider row needs a tiled (online) softmax")
-    if n_cols and x.stride(1) != 1:
-        raise ValueError("softmax: each row of x must be contiguous")
     if programs is not None and (isinstance(programs, bool) or not isinstance(programs, int) or programs < 1):
         raise ValueError(f"softmax: programs must be a whole number >= 1, got {programs!r}")
-    if out is None:
-        out = torch.empty_like(x, memory_format=torch.contiguous_format)
-    if out.shape != x.shape or out.dtype != x.dtype or (n_cols and out.stride(1) != 1):
-        raise ValueError("softmax: out must have x's shape and dtype, each row contiguous")
+    out, n_rows, n_cols = _checked(x, out)
     if n_rows and n_cols:
         rows = rows_per_program(n_cols)
         limit = programs or programs_per_sm(n_cols) * _sm_count(x.device)
