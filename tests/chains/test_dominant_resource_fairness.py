@@ -29,8 +29,8 @@ def test_the_cluster_defaults():
 
 
 def test_every_user_gets_at_least_its_slice_on_the_cluster():
-    res = chapter.cluster_chain(chains.check(SLUG))
-    assert all(k >= s for k, s in zip(res["fair"].tasks, res["partition"]))
+    ch = chapter.compute(chains.check(SLUG))
+    assert all(k >= s for k, s in zip(ch.data["fair"].tasks, ch.data["partition"]))
 
 
 @pytest.mark.parametrize("name, value", [("n_nodes", 0), ("gpus_per_node", 2.5), ("memory_per_node", -1.0),

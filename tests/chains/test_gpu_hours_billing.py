@@ -2,7 +2,7 @@
 inputs refused, and the properties (more records, more drift; coarser rules bill more)."""
 import pytest
 
-from utils import chains
+from utils import catalog, chains
 from utils.chains import gpu_hours_billing as chapter
 from utils.params import ParameterError
 
@@ -12,7 +12,7 @@ SLUG = "gpu-hours-billing"
 def test_the_float_trap_holds_only_read_as_floats_anywhere_in_billing():
     (c,) = chains.claims(SLUG)
     assert c.verdict == "holds under a stated reading" and "ceiling" in c.reading
-    base = chapter.claim_result()["base"]
+    base = chapter.checks()["base"]
     assert 0.01 <= abs(base["e64"]) < chapter.CLAIM["real_money"]            # a few cents on millions
     assert abs(float(base["exact"]) - 3.99 * 1024 * 30 * 24) < 1e-6
     assert 9 < base["first_days"] < 10
@@ -44,3 +44,12 @@ def test_bad_inputs_are_refused_naming_the_parameter(name, value, match):
 def test_refusal_table_refuses_every_bad_record():
     rows = chapter.refusal_rows()
     assert [r[-1] == "billed" for r in rows] == [True, True] + [False] * 8
+
+
+def test_the_price_is_the_catalog_price_and_cited_only_at_its_default():
+    v = catalog.price("h100-rental")["lambda_on_demand"].q.to("USD/GPU/hour").m
+    assert chains.defaults(SLUG)["price"] == chapter.CLAIM["price"] == v
+
+    def price_source(**changes):
+        return next(r.source for r in chapter.compute(chains.check(SLUG, **changes)).rows if r.name == "p")
+    assert price_source().startswith("catalog") and price_source(price=2.5) == "parameters cell"

@@ -12,7 +12,7 @@ SLUG = "gpu-hours-intervals"
 def test_the_double_count_claim_holds():
     (c,) = chains.claims(SLUG)
     assert c.verdict == "holds"
-    r = chapter.claim_result()
+    r = chapter.checks()
     s = r["sweep"]
     assert s["k_naive"] > s["k"] > 0 and s["k_naive"] <= r["usage"]["window"]
     assert r["union_ok"] and r["found"] == chapter.CLAIM["duplicates"] and r["gpus_flagged"] == ["gpu0"]

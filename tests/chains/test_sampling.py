@@ -166,8 +166,8 @@ def test_chapter_published_figures_and_the_integral_route():
     r = chains.derive("sampling")
     assert r["support_after_top_k"].m == 50 and r["support_after_top_p"].m == 13
     assert r["tv_distance"] < r["tv_bound"]
-    res = chapter.claim_result()
-    assert abs(res["approx"] - res["n_p"].m) < 1
+    res = chapter.checks()["res"]
+    assert abs(res.data["approx"] - res["n_p"].m) < 1
 
 
 @pytest.mark.parametrize("name, value", [("model", "nope"), ("temperature", -1.0), ("top_p", 1.5), ("top_k", 2.5),

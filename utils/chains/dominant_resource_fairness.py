@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from utils.chain import Chain
+from utils.chain import Chain, memoised
 from utils.components.drf import allocate, dominant_resource, partition_tasks, progressive_filling
 from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, num, pct, q
@@ -19,7 +19,6 @@ from utils.verdicts import READING, WRONG, Claim
 NODE = "MLCommons Inference v4.1, NVIDIA H200-SXM-141GBx8 system description (read 2026-12-01)"
 USERS = ("train", "prep", "eval")
 NAMES = {"train": "training", "prep": "data prep", "eval": "evaluation"}
-RESOURCES = ("GPUs", "CPU cores", "host memory")
 
 PARAMETERS = (
     Param("n_nodes", 16, "nodes pooled into one cluster", unit="node", check="whole",
@@ -83,15 +82,17 @@ def _f(x) -> float:
     return float(Fraction(x))
 
 
-def cluster_chain(p) -> dict:
+def compute(p) -> Chain:
     """The chain on the pooled cluster: capacities, each task's dominant share, the loop's tasks, the
-    shares and utilisations they give; and the two buggy keys on the same cluster."""
+    shares and utilisations they give; and the two buggy keys on the same cluster. The allocations ride
+    along in ch.data ("cap", "dem", "fair", "floor", "raw", "divisible", "partition")."""
     cap, dem = capacity(p), demands(p)
     fair = allocate(cap, dem)
     ch = Chain("Dominant Resource Fairness on a pooled GPU cluster")
     ch.given("N", q(p.n_nodes, "node"), "nodes", kind="assumption", source="parameters cell")
-    ch.given("g", q(p.gpus_per_node, "GPU/node"), "GPUs per node", kind="spec", source=NODE)
-    ch.given("c", q(p.cores_per_node, "1/node"), "CPU cores per node", kind="spec", source=NODE)
+    ch.given("g", q(p.gpus_per_node, "GPU/node"), "GPUs per node", kind="spec", source=SPEC.source(p, "gpus_per_node"))
+    ch.given("c", q(p.cores_per_node, "1/node"), "CPU cores per node", kind="spec",
+             source=SPEC.source(p, "cores_per_node"))
     ch.given("m", q(p.memory_per_node, "GB/node"), "host memory per node", kind="spec", source=NODE)
     ch.step("C_g", "N*g", "GPU", "GPUs in the pool")
     ch.step("C_c", "N*c", "", "CPU cores in the pool")
@@ -123,12 +124,9 @@ def cluster_chain(p) -> dict:
     raw = allocate(cap, dem, key="raw")
     ch.value("bug_floor_gpu", q(_f(floor.used[0][0] / Fraction(cap[0])), ""))
     ch.value("bug_raw_gpu", q(_f(raw.utilisation(cap)[0]), ""))
-    return dict(chain=ch, cap=cap, dem=dem, fair=fair, floor=floor, raw=raw,
-                divisible=progressive_filling(cap, dem), partition=partition_tasks(cap, dem))
-
-
-def compute(p) -> Chain:
-    return cluster_chain(p)["chain"]
+    ch.data.update(cap=cap, dem=dem, fair=fair, floor=floor, raw=raw, divisible=progressive_filling(cap, dem),
+                   partition=partition_tasks(cap, dem))
+    return ch
 
 
 # --- the claim ------------------------------------------------------------------------------------
@@ -141,6 +139,7 @@ QUOTE = ("Fair sharing of one resource is obvious and fair sharing of three is n
          "that implements it, and the tie-breaking bug that gave one user everything.")
 
 
+@memoised
 def checks() -> dict:
     """The claim's own inputs: the paper's example, the loop under each key, tie-break and stop rule."""
     cap, dem = PAPER["capacity"], PAPER["demands"]
@@ -221,17 +220,18 @@ def variant_rows(ck: dict) -> list[list[str]]:
 
 
 # --- figure, what changes, exercises --------------------------------------------------------------
-def figure_data(res: dict) -> dict:
+def figure_data(ch: Chain) -> dict:
     """Per user, the share of each resource it holds, under DRF and under the two buggy keys."""
-    cap = res["cap"]
+    cap = ch.data["cap"]
     out = {}
     for name in ("fair", "floor", "raw"):
-        a = res[name]
+        a = ch.data[name]
         out[name] = [[_f(a.used[i][r] / Fraction(cap[r])) for r in range(3)] for i in range(3)]
     return out
 
 
-def what_changes(p, res: dict) -> dict:
+def what_changes(p, ch: Chain) -> dict:
+    res = ch.data
     fair, div = res["fair"], res["divisible"]
     gap = max(abs(a - _f(x)) for a, x in zip(fair.tasks, div))
     big = allocate(capacity(p), [(d[0], d[1], d[2] * 2) if i == 2 else d for i, d in enumerate(demands(p))])
@@ -245,12 +245,12 @@ def what_changes(p, res: dict) -> dict:
             "wc-prep2": num(big.tasks[1]), "wc-prep": num(fair.tasks[1])}
 
 
-def exercises(p, res: dict) -> dict:
+def exercises(p, ch: Chain) -> dict:
     # 1: a third user on the paper's cluster
     c_dem = (2, 2)
     three = allocate(PAPER["capacity"], PAPER["demands"] + [c_dem])
     # 2: the sharing-incentive floor on the GPU cluster, against what the loop gives
-    part, fair = res["partition"], res["fair"]
+    part, fair = ch.data["partition"], ch.data["fair"]
     # 3: nodes until the evaluation user runs a given number of tasks
     target, nodes = 2 * fair.tasks[2], p.n_nodes
     while allocate(capacity(p.replace(n_nodes=nodes)), demands(p)).tasks[2] < target:

@@ -14,7 +14,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from utils.chain import Chain
+from utils import catalog
+from utils.chain import Chain, memoised
 from utils.components import gpu_hours as gh
 from utils.components.gpu_hours import ROUNDINGS, Usage
 from utils.params import Param, ParameterError, Result, Spec
@@ -119,15 +120,16 @@ def float_ceil_trap(max_minutes: int = 10080) -> dict:
 
 # --- the chain -----------------------------------------------------------------------------------------
 def billing_chain(price: float, gpus: int, days: float, rounding: str, n_jobs: int, seed: int,
-                  source="parameters cell") -> dict:
+                  source="parameters cell", price_source="parameters cell") -> Chain:
+    """The month's float trap and the job mix under the rule; the runs ride along in ch.data ("float_trap",
+    "jobs", "bills", "bill")."""
     ft = float_trap(price, gpus, days)
     dp = decimal_price(price)
     jobs = job_mix(n_jobs, seed)
     bills = rounding_table(jobs, dp)
     b = bills[rounding]
     ch = Chain("A month of per-second records, and the partial-hour rule")
-    ch.given("p", q(price, "USD/GPU/hour"), "price per GPU-hour", kind="spec" if source == "parameters cell" else "assumption",
-             source="catalog price.h100-rental" if abs(price - 3.99) < 1e-12 else source)
+    ch.given("p", q(price, "USD/GPU/hour"), "price per GPU-hour", kind="spec", source=price_source)
     ch.given("G", q(gpus, "GPU"), "GPUs, one per-second record each per second", kind="assumption", source=source)
     ch.given("T", q(days, "day"), "billing period", kind="assumption", source=source)
     ch.step("N", "G*T", "GPU*s", "GPU-seconds: one record each")
@@ -147,13 +149,16 @@ def billing_chain(price: float, gpus: int, days: float, rounding: str, n_jobs: i
              kind="assumption", source="utils.components.gpu_hours.billed_seconds", digits=6)
     ch.step("m", "(H_billed - H_used)/H_used", "", "markup of the rounding rule", digits=3)
     ch.value("B_mix", q(float(b.total), "USD"))
-    return dict(chain=ch, float_trap=ft, jobs=jobs, bills=bills, bill=b)
+    ch.data.update(float_trap=ft, jobs=jobs, bills=bills, bill=b)
+    return ch
 
 
-def compute(p) -> dict:
-    res = billing_chain(p.price, int(p.fleet_gpus), p.days, p.rounding, int(p.n_jobs), int(p.seed))
-    ch = res["chain"]
-    return {**res, **{k: ch[k] for k in ("B", "e64", "r64", "t_cent", "s32", "H_used", "H_billed", "m", "B_mix")}}
+def compute(p) -> Chain:
+    # the table's short citation of the catalog price while the price is the default (SPEC.source's full one
+    # would change the page's table)
+    at_default = SPEC.source(p, "price") != "parameters cell"
+    return billing_chain(p.price, int(p.fleet_gpus), p.days, p.rounding, int(p.n_jobs), int(p.seed),
+                         price_source="catalog price.h100-rental" if at_default else "parameters cell")
 
 
 # --- the claim -------------------------------------------------------------------------------------------
@@ -162,22 +167,27 @@ QUOTE = ("Three decisions decide whether this is correct: the numeric type, how 
          "floating-point trap that costs real money, and the questions to ask before writing any of it.")
 # The source names no scale; this book states one: a month of per-second records for a fleet, at the
 # catalog's on-demand price, and reads "real money" as at least a dollar a month (a hundred cents).
-CLAIM = dict(price=3.99, fleet_gpus=1024, days=30.0, real_money=1.0, big_fleet=100000)
+CLAIM = dict(price=catalog.price("h100-rental")["lambda_on_demand"].q.to("USD/GPU/hour").m,
+             fleet_gpus=1024, days=30.0, real_money=1.0, big_fleet=100000)
 
 
-def claim_result() -> dict:
+@memoised
+def checks() -> dict:
+    """The claim's month at the stated fleet and at a big one, the float ceiling of partial minutes, and the
+    job mix's bills (deterministic, so memoised: the page and claims() share one run)."""
     C = CLAIM
     return dict(base=float_trap(C["price"], C["fleet_gpus"], C["days"]),
-                big=float_trap(C["price"], C["big_fleet"], C["days"]))
+                big=float_trap(C["price"], C["big_fleet"], C["days"]), ceil=float_ceil_trap(),
+                mix=rounding_table(job_mix(2000, 0), decimal_price(C["price"])))
 
 
 def claims() -> list[Claim]:
-    C, r = CLAIM, claim_result()
+    C, r = CLAIM, checks()
     base, big = r["base"], r["big"]
     real = abs(base["e64"]) >= C["real_money"]
-    mix = rounding_table(job_mix(2000, 0), decimal_price(C["price"]))
+    mix = r["mix"]
     markup = mix["hour"].billed_seconds / mix["hour"].used_seconds - 1
-    ceil = float_ceil_trap()
+    ceil = r["ceil"]
     # "The floating-point trap" names no one trap. Read as the float64 sum alone it is cents (wrong); read as
     # floats anywhere in the billing path it holds: the float ceiling of partial minutes overbills real jobs.
     overbills = len(ceil["over"]) > 0
@@ -222,7 +232,7 @@ def bad_records() -> list[Usage]:
             Usage("overlap-b", "beta", "node-7", "h100", 8, t + 1800, t + 5400)]
 
 
-def refusal_rows(price: float = 3.99) -> list[list[str]]:
+def refusal_rows(price: float = CLAIM["price"]) -> list[list[str]]:
     records = bad_records()
     b = gh.bill(records, {"h100": decimal_price(price)})
     refused = {id(x.record): x.reason for x in b.refused}
@@ -258,13 +268,13 @@ def drift_curve(price: float, days: float, fleets) -> dict:
     return out
 
 
-def check_text(price: float = 3.99) -> dict:
-    C, r = CLAIM, claim_result()
+def check_text() -> dict:
+    C, r = CLAIM, checks()
     base, big = r["base"], r["big"]
     c = base["c"]
-    ceil = float_ceil_trap()
+    ceil = r["ceil"]
     example = ceil["over"][0]
-    tenth = Fraction(decimal_price(price)) / 10
+    tenth = Fraction(decimal_price(C["price"])) / 10
     n_tenths = 10 * 24 * int(C["days"]) * C["fleet_gpus"]
     s_tenths = gh.float_running_sum(float(tenth), n_tenths)
     return {"ck-gpus": q(C["fleet_gpus"], "GPU"), "ck-days": num(C["days"]), "ck-price": fmt(C["price"], "USD/GPU/hour"),
@@ -280,23 +290,23 @@ def check_text(price: float = 3.99) -> dict:
             "ck-tenths-e": fmt(abs(float(Fraction(s_tenths) - tenth * n_tenths)), "USD", digits=2),
             "ck-ceil-n": num(ceil["n"]), "ck-ceil-over": num(len(ceil["over"])), "ck-ceil-share": pct(ceil["share"]),
             "ck-ceil-example": num(example), "ck-ceil-float": repr(60 * example / 3600 * 60),
-            "ck-price-float": f"{Decimal(3.99)}"}
+            "ck-price-float": f"{Decimal(C['price'])}"}
 
 
-def what_changes(res: dict, price: float, days: float) -> dict:
-    bills = res["bills"]
+def what_changes(p, ch: Chain) -> dict:
+    bills = ch.data["bills"]
     used = bills["second"].used_seconds
     g2 = 8192
-    ft2 = float_trap(price, g2, days)
+    ft2 = float_trap(p.price, g2, p.days)
     return {"wc-minute": pct(bills["minute"].billed_seconds / used - 1),
             "wc-hour": pct(bills["hour"].billed_seconds / used - 1),
             "wc-hour-usd": f"${bills['hour'].total - bills['second'].total:,}",
             "wc-g2": num(g2), "wc-g2-e": fmt(abs(ft2["e64"]), "USD", digits=3),
-            "wc-g1-e": fmt(abs(res["float_trap"]["e64"]), "USD", digits=3)}
+            "wc-g1-e": fmt(abs(ch.data["float_trap"]["e64"]), "USD", digits=3)}
 
 
-def exercises(price: float = 3.99) -> dict:
-    dp = decimal_price(price)
+def exercises(p, ch: Chain) -> dict:
+    dp = decimal_price(p.price)
     job = [Usage("ex", "t", "n", "h100", 8, 0, 61 * 60 + 1)]
     by = {r: gh.bill(job, {"h100": dp}, r).total for r in ROUNDINGS}
     per_second = Fraction(dp) / 3600

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from utils.chain import Chain
+from utils.chain import Chain, memoised
 from utils.components import intervals as iv
 from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, num, pct, q
@@ -101,7 +101,8 @@ def sweep(by_gpu: dict, k: int) -> dict:
                 overlaps=iv.overlaps_by_gpu(by_gpu))
 
 
-def intervals_chain(n_gpus, hours, busy_share, mean_job_hours, duplicates, k, seed, source="parameters cell") -> dict:
+def intervals_chain(n_gpus, hours, busy_share, mean_job_hours, duplicates, k, seed, source="parameters cell") -> Chain:
+    """The sweep of a seeded day; the records and the sweep's lengths ride along in ch.data ("usage", "sweep")."""
     u = usage(n_gpus, hours, busy_share, mean_job_hours, duplicates, seed)
     s = sweep(u["by_gpu"], k)
     h = SECONDS_PER_HOUR
@@ -126,14 +127,13 @@ def intervals_chain(n_gpus, hours, busy_share, mean_job_hours, duplicates, k, se
              kind="assumption", source="utils.components.intervals.intersection", digits=4)
     ch.given("T_ab_naive", q(s["ab_naive"] / h, "hour"), "the same over raw records",
              kind="assumption", source="utils.components.intervals.at_least", digits=4)
-    return dict(chain=ch, usage=u, sweep=s)
+    ch.data.update(usage=u, sweep=s)
+    return ch
 
 
-def compute(p) -> dict:
-    res = intervals_chain(int(p.n_gpus), p.hours, p.busy_share, p.mean_job_hours, int(p.duplicates), int(p.k),
-                          int(p.seed))
-    ch = res["chain"]
-    return {**res, **{x: ch[x] for x in ("H_rep", "H_busy", "T_any", "T_k", "T_k_naive", "err", "T_ab", "T_ab_naive")}}
+def compute(p) -> Chain:
+    return intervals_chain(int(p.n_gpus), p.hours, p.busy_share, p.mean_job_hours, int(p.duplicates), int(p.k),
+                           int(p.seed))
 
 
 # --- the claim -------------------------------------------------------------------------------------------
@@ -143,20 +143,23 @@ QUOTE = ("The union is a sort and a scan. The intersection is the same sweep wit
 CLAIM = dict(n_gpus=8, hours=24.0, busy_share=0.8, mean_job_hours=2.0, duplicates=4, k=8, seed=0)
 
 
-def claim_result() -> dict:
+@memoised
+def checks() -> dict:
+    """The claim's scenario swept, with and without the re-reported records (deterministic, so memoised: the
+    page and claims() share one run)."""
     C = CLAIM
-    res = intervals_chain(C["n_gpus"], C["hours"], C["busy_share"], C["mean_job_hours"], C["duplicates"], C["k"],
-                          C["seed"], source="this book's scenario")
-    u, s = res["usage"], res["sweep"]
+    ch = intervals_chain(C["n_gpus"], C["hours"], C["busy_share"], C["mean_job_hours"], C["duplicates"], C["k"],
+                         C["seed"], source="this book's scenario")
+    u, s = ch.data["usage"], ch.data["sweep"]
     clean = sweep(u["clean"], C["k"])
-    res.update(clean=clean, union_ok=clean["any"] == s["any"] and clean["busy"] == s["busy"],
-               plausible=0 <= s["k_naive"] <= u["window"], wrong=s["k_naive"] > s["k"],
-               found=sum(len(v) for v in s["overlaps"].values()), gpus_flagged=sorted(s["overlaps"]))
-    return res
+    return dict(chain=ch, usage=u, sweep=s, clean=clean,
+                union_ok=clean["any"] == s["any"] and clean["busy"] == s["busy"],
+                plausible=0 <= s["k_naive"] <= u["window"], wrong=s["k_naive"] > s["k"],
+                found=sum(len(v) for v in s["overlaps"].values()), gpus_flagged=sorted(s["overlaps"]))
 
 
 def claims() -> list[Claim]:
-    C, r = CLAIM, claim_result()
+    C, r = CLAIM, checks()
     s, h = r["sweep"], SECONDS_PER_HOUR
     ok = r["union_ok"] and r["plausible"] and r["wrong"] and r["found"] >= C["duplicates"]
     return [Claim(
@@ -193,9 +196,9 @@ def case_rows() -> list[list[str]]:
     return rows
 
 
-def timeline(r: dict) -> dict:
+def timeline(ch: Chain) -> dict:
     """The counter over time, raw records and per-GPU unions: for the figure."""
-    u = r["usage"]
+    u = ch.data["usage"]
     by, n = u["by_gpu"], len(u["by_gpu"])
     t = np.arange(0, u["window"], 60)
     right = np.zeros(len(t), dtype=int)
@@ -208,13 +211,13 @@ def timeline(r: dict) -> dict:
     return dict(t=t / SECONDS_PER_HOUR, right=right, naive=naive, n=n)
 
 
-def what_changes(p) -> dict:
+def what_changes(p, ch: Chain) -> dict:
     base = dict(n_gpus=int(p.n_gpus), hours=p.hours, busy_share=p.busy_share, mean_job_hours=p.mean_job_hours,
                 duplicates=int(p.duplicates), k=int(p.k), seed=int(p.seed))
     h = SECONDS_PER_HOUR
-    more = intervals_chain(**{**base, "duplicates": 3 * base["duplicates"] or 3})["sweep"]
-    busy = intervals_chain(**{**base, "busy_share": 0.95})["sweep"]
-    k_less = intervals_chain(**{**base, "k": max(1, base["k"] - 2)})["sweep"]
+    more = intervals_chain(**{**base, "duplicates": 3 * base["duplicates"] or 3}).data["sweep"]
+    busy = intervals_chain(**{**base, "busy_share": 0.95}).data["sweep"]
+    k_less = intervals_chain(**{**base, "k": max(1, base["k"] - 2)}).data["sweep"]
     return {"wc-dup-more": num(3 * base["duplicates"] or 3), "wc-more-k": fmt(q(more["k"] / h, "hour")),
             "wc-more-naive": fmt(q(more["k_naive"] / h, "hour")),
             "wc-busy": pct(0.95), "wc-busy-k": fmt(q(busy["k"] / h, "hour")),
@@ -223,7 +226,7 @@ def what_changes(p) -> dict:
             "wc-kl-naive": fmt(q(k_less["k_naive"] / h, "hour"))}
 
 
-def exercises() -> dict:
+def exercises(p, ch: Chain) -> dict:
     a, b = [(0, 4), (2, 6)], [(5, 9)]
     by = {"g0": [(0, 10), (3, 6)], "g1": [(4, 8)]}
     return {"ex1-a": f"`{a}`", "ex1-b": f"`{b}`", "ex1-u": f"`{iv.intersection(a, b)}`",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
 from utils.components.retry import POLICIES, classify, full_jitter_expected, histogram, simulate, window
 from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, num, q
@@ -110,7 +110,8 @@ def population(n_clients, base, cap, max_attempts, outage, bin_s, seed, ratio_ca
 
 
 def herd_chain(n_clients, base, cap, max_attempts, outage, bin_s, seed, ratio_cap, client_tokens, client_refill,
-               *, source="parameters cell") -> dict:
+               *, source="parameters cell") -> Chain:
+    """The herd's peaks and budgets; the simulated population rides along in ch.data["pop"]."""
     pop = population(n_clients, base, cap, max_attempts, outage, bin_s, seed, ratio_cap, client_tokens,
                      client_refill)
     sim = "utils.components.retry.simulate, seeded (a CPU simulation)"
@@ -148,11 +149,11 @@ def herd_chain(n_clients, base, cap, max_attempts, outage, bin_s, seed, ratio_ca
     ch.step("R_k", "N*(k + g*T)", "request", "retries the per-client budget allows at most")
     ch.given("R_tok", q(pop["tokens"]["sim"].retries, "request"), "retries sent under the token budget (simulated)",
              kind="assumption", source=sim)
-    return dict(chain=ch, pop=pop, **{k: ch[k] for k in ("P_exp", "P_full", "P_dec", "E_1", "X_full", "X_dec",
-                                                          "R_cap", "R_tok", "E_full", "R_A", "R_rho", "R_k")})
+    ch.data["pop"] = pop
+    return ch
 
 
-def compute(p) -> dict:
+def compute(p) -> Chain:
     return herd_chain(p.n_clients, p.base, p.cap, p.max_attempts, p.outage, p.bin_s, p.seed, p.ratio_cap,
                       p.client_tokens, p.client_refill)
 
@@ -181,10 +182,11 @@ def seed_spread() -> dict:
     return out
 
 
+@memoised                         # the simulations are seeded: the page and the claim share one run
 def checks() -> dict:
     C = CLAIM
     res = herd_chain(**C, source="this book's herd")
-    pop = res["pop"]
+    pop = res.data["pop"]
     one = simulate("exponential", 1, C["outage"], C["max_attempts"], C["base"], C["cap"], 0)
     return dict(res=res, pop=pop, spread=seed_spread(), one_client_gaps=np.diff(one.times),
                 constant_attempts=pop["constant"]["attempts"], exp_attempts=pop["exponential"]["attempts"],
@@ -266,11 +268,11 @@ def arrival_curves(ck: dict) -> dict:
     return dict(t=centres, curves=curves, expected=pop["expected_full"] / C["bin_s"])
 
 
-def what_changes(ck: dict) -> dict:
-    C = CLAIM
+def what_changes(p, ch: Chain) -> dict:
+    inputs = {name: p[name] for name in CLAIM}         # herd_chain's arguments, the reader's values
     out = {}
     for label, kw in (("bin", dict(bin_s=0.01)), ("base", dict(base=0.1, bin_s=0.01)), ("n", dict(n_clients=10000))):
-        r = herd_chain(**{**C, **kw})
+        r = herd_chain(**{**inputs, **kw})
         out[f"wc-{label}-full"], out[f"wc-{label}-exp"] = fmt(r["P_full"]), fmt(r["P_exp"])
         out[f"wc-{label}-x"] = fmt(as_float(r["X_full"]), digits=2)
     out.update({"wc-bin-small": fmt(q(0.01, "s")), "wc-base-small": fmt(q(0.1, "s")),
@@ -278,7 +280,7 @@ def what_changes(ck: dict) -> dict:
     return out
 
 
-def exercises() -> dict:
+def exercises(p, ch: Chain) -> dict:
     n, w, b = 5000, 2.0, 0.05
     A, rho, rate = 3, 0.1, 2000.0
     return {"ex1-n": fmt(q(n, "request")), "ex1-w": fmt(q(w, "s")), "ex1-b": fmt(q(b, "s")),

@@ -10,7 +10,7 @@ import itertools
 
 import numpy as np
 
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
 from utils.components.sampling import STAGES, nucleus_size, probabilities, sample, softmax, total_variation, tv_bound
 from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, pct, q
@@ -68,8 +68,9 @@ def zipf_logits(vocab: int, s: float) -> np.ndarray:
 
 
 def sampling_chain(V, T, k, p, s, *, vocab_kind="assumption", vocab_source="parameters cell",
-                   source="parameters cell") -> dict:
-    """The filtered distribution of the Zipf row, and the chain that derives its sizes. k, p: None = off."""
+                   source="parameters cell") -> Chain:
+    """The chain that derives the filtered Zipf row's sizes; k, p: None = off. The rows themselves and the
+    integral route's nucleus size ride along in ch.data ("logits", "tempered", "after_k", "final", "approx")."""
     logits = zipf_logits(V, s)
     tempered, after_k, final = (probabilities(logits, T), probabilities(logits, T, k), probabilities(logits, T, k, p))
     ch = Chain("Temperature, then top-k, then top-p, on a Zipf row")
@@ -79,13 +80,13 @@ def sampling_chain(V, T, k, p, s, *, vocab_kind="assumption", vocab_source="para
     ch.given("k", k or V, "top-k in tokens (the whole row when off)", kind="assumption", source=source)
     ch.given("p", p or 1.0, "top-p (one when off)", kind="assumption", source=source)
     n_k, n_p = int((after_k > 0).sum()), int((final > 0).sum())
-    out = dict(chain=ch, logits=logits, tempered=tempered, after_k=after_k, final=final,
-               n_k=q(n_k, "token"), n_p=q(n_p, "token"), approx=None)
+    ch.data.update(logits=logits, tempered=tempered, after_k=after_k, final=final, approx=None)
+    ch.value("n_k", q(n_k, "token"))
     if T == 0:
         ch.given("n_p", q(n_p, "token"), "tokens left: greedy keeps the argmax", kind="assumption",
                  source="T = 0 convention")
-        out["kept"] = q(1.0, "")
-        return out
+        ch.value("kept", q(1.0, ""))
+        return ch
     ch.step("a", "s/T", "", "exponent after temperature: p_r ~ r^-a")
     a = as_float(ch["a"])
     ch.given("H_V", harmonic(V, a), "H(V, a): normaliser of the tempered row", kind="assumption",
@@ -96,7 +97,7 @@ def sampling_chain(V, T, k, p, s, *, vocab_kind="assumption", vocab_source="para
     ch.step("m_k", "H_k/H_V", "", "mass top-k keeps")
     if p is not None and abs(a - 1) > 1e-6:
         try:
-            out["approx"] = as_float(ch.solve("n", "(1-p)*H_k = ((n+1/2)**(1-a) - (k+1/2)**(1-a))/(a-1)", "",
+            ch.data["approx"] = as_float(ch.solve("n", "(1-p)*H_k = ((n+1/2)**(1-a) - (k+1/2)**(1-a))/(a-1)", "",
                                               "nucleus size, integral approximation"))
         except ValueError:
             pass
@@ -104,15 +105,15 @@ def sampling_chain(V, T, k, p, s, *, vocab_kind="assumption", vocab_source="para
              source="utils.components.sampling.probabilities")
     ch.given("H_n", harmonic(n_p, a), "H(n_p, a)", kind="assumption", source="numpy sum over ranks", digits=4)
     ch.step("m_p", "H_n/H_V", "", "tempered mass that survives both filters")
-    out["kept"] = ch["m_p"]
-    return out
+    ch.value("kept", ch["m_p"])
+    return ch
 
 
-def draws_check(res: dict, T, k, p, n_samples: int, seed: int) -> dict:
+def draws_check(ch: Chain, T, k, p, n_samples: int, seed: int) -> dict:
     """Seeded draws from utils.components.sampling.sample against the exact distribution: TV, its bound, and the
     Gaussian expectation of TV."""
-    final = res["final"]
-    draws = sample(res["logits"], T, k, p, rng=np.random.default_rng(int(seed)), size=int(n_samples))
+    final = ch.data["final"]
+    draws = sample(ch.data["logits"], T, k, p, rng=np.random.default_rng(int(seed)), size=int(n_samples))
     empirical = np.bincount(draws, minlength=len(final)) / n_samples
     support = int((final > 0).sum())
     return dict(draws=draws, empirical=empirical, support=support, tv=total_variation(empirical, final),
@@ -124,14 +125,18 @@ def _filters(p):
     return (int(p.top_k) if p.top_k else None), (float(p.top_p) if p.top_p < 1 else None)
 
 
-def compute(p) -> dict:
+def compute(p) -> Chain:
+    """The chain, with the seeded draws' check in ch.data["draws"]."""
     V, (k, top_p) = vocab_of(p), _filters(p)
     from_model = not p.vocab
-    res = sampling_chain(V, p.temperature, k, top_p, p.zipf_exponent,
-                         vocab_kind="spec" if from_model else "assumption",
-                         vocab_source=p.model["vocab_size"].cite if from_model else "parameters cell")
-    d = draws_check(res, p.temperature, k, top_p, p.n_samples, p.seed)
-    return {**res, "draws": d, "tv": q(d["tv"], ""), "tv_bound": q(d["bound"], "")}
+    ch = sampling_chain(V, p.temperature, k, top_p, p.zipf_exponent,
+                        vocab_kind="spec" if from_model else "assumption",
+                        vocab_source=p.model["vocab_size"].cite if from_model else "parameters cell")
+    d = draws_check(ch, p.temperature, k, top_p, p.n_samples, p.seed)
+    ch.data["draws"] = d
+    ch.value("tv", q(d["tv"], ""))
+    ch.value("tv_bound", q(d["bound"], ""))
+    return ch
 
 
 # --- the claim ------------------------------------------------------------------------------------
@@ -144,16 +149,13 @@ FORMATS = {"fp16": float(np.finfo(np.float16).max), "bf16": (2 - 2 ** -7) * 2.0 
            "fp32": float(np.finfo(np.float32).max), "fp64": float(np.finfo(np.float64).max)}
 
 
-def claim_result() -> dict:
-    C = CLAIM
-    return sampling_chain(C["vocab"], C["temperature"], C["top_k"], C["top_p"], C["zipf_exponent"],
-                          source="the chain-list row")
-
-
+@memoised
 def checks() -> dict:
-    """The three pitfalls on the claim's own row."""
-    C, res = CLAIM, claim_result()
-    z = res["logits"]
+    """The three pitfalls on the claim's own row (deterministic, so memoised: the page and claims() share one)."""
+    C = CLAIM
+    res = sampling_chain(C["vocab"], C["temperature"], C["top_k"], C["top_p"], C["zipf_exponent"],
+                         source="the chain-list row")
+    z = res.data["logits"]
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         naive_t0 = np.exp(z / 0.0) / np.exp(z / 0.0).sum()
     greedy = probabilities(z, 0)
@@ -206,7 +208,7 @@ def check_text(ck: dict) -> dict:
            "t01-fp32": fmt(0.1 * ck["threshold"]["fp32"], digits=3), "check-default-n": q(ck["default_n"], "token"),
            "check-t-late": q(ck["t_late"], "token"), "check-t-early": q(ck["t_early"], "token"),
            "check-min-n": q(min(s.values()), "token"), "check-max-n": q(max(s.values()), "token"),
-           "check-approx": fmt(res["approx"], digits=3), "check-exact": res["n_p"]}
+           "check-approx": fmt(res.data["approx"], digits=3), "check-exact": res["n_p"]}
     out.update({f"thr-{f}": fmt(t, digits=4) for f, t in ck["threshold"].items()})
     return out
 
@@ -216,15 +218,18 @@ def order_rows(ck: dict) -> list[list[str]]:
 
 
 # --- figure, what changes, exercises --------------------------------------------------------------
-def nucleus_curves(res: dict, k, top_p, temps) -> dict:
+def nucleus_curves(ch: Chain, k, top_p, temps) -> dict:
     pp = 0.9 if top_p is None else top_p
     kk = 50 if k is None else k
-    return dict(top_p_only=[nucleus_size(probabilities(res["logits"], t), pp) for t in temps],
-                top_k_then_p=[int((probabilities(res["logits"], t, kk, pp) > 0).sum()) for t in temps])
+    z = ch.data["logits"]
+    return dict(top_p_only=[nucleus_size(probabilities(z, t), pp) for t in temps],
+                top_k_then_p=[int((probabilities(z, t, kk, pp) > 0).sum()) for t in temps])
 
 
-def what_changes(ck: dict) -> dict:
-    C, z, s = CLAIM, ck["res"]["logits"], ck["supports"]
+def what_changes(p, ch: Chain) -> dict:
+    """On the claim's own row (checks()), as the page's prose describes it."""
+    ck = checks()
+    C, z, s = CLAIM, ck["res"].data["logits"], ck["supports"]
     t_cold, t_hot, s_flat = 0.7, 1.0, 0.9
     n_flat = int((probabilities(zipf_logits(C["vocab"], s_flat), C["temperature"], C["top_k"], C["top_p"]) > 0).sum())
     return {"wc-t-cold": fmt(t_cold), "wc-t-hot": fmt(t_hot),
@@ -243,8 +248,10 @@ def draws_needed(target: float, support: int, delta: float = DELTA) -> float:
     return float(closed.subs({eps: target, k: support, d: delta}))
 
 
-def exercises(ck: dict) -> dict:
-    C, z = CLAIM, ck["res"]["logits"]
+def exercises(p, ch: Chain) -> dict:
+    """On the claim's own row (checks())."""
+    ck = checks()
+    C, z = CLAIM, ck["res"].data["logits"]
     lo, hi = 0.05, 3.0
     for _ in range(60):                      # the nucleus grows with temperature: bisect
         mid = (lo + hi) / 2

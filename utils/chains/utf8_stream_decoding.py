@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import inspect
 
-from utils.chain import Chain
+from utils.chain import Chain, memoised
 from utils.components.utf8_stream import (
     INCOMPLETE,
     REPLACEMENT,
@@ -122,6 +122,7 @@ def compute(p) -> Chain:
              source="utils.components.utf8_stream.naive_raises")
     ch.value("dp_total", count_splits(t["n_bytes"], int(p.max_piece)))
     ch.value("dp_safe", count_splits(t["n_bytes"], int(p.max_piece), boundaries(p.text)))
+    ch.data["tokens"] = tokens                    # the streamed reply's BPE tokens, for the exercises
     return ch
 
 
@@ -138,8 +139,10 @@ def decoder_lines() -> int:
     return sum(1 for line in src if line.strip() and not line.strip().startswith("#"))
 
 
+@memoised
 def checks() -> dict:
-    """The claim on its own inputs: every way to cut the four-byte emoji into three tokens."""
+    """The claim on its own inputs: every way to cut the four-byte emoji into three tokens (deterministic, so
+    memoised: the page and claims() share one run)."""
     C = CLAIM
     data = C["emoji"].encode("utf-8")
     three = [t for t in splits(data, len(data)) if len(t) == C["tokens"]]
@@ -262,7 +265,7 @@ def check_text(ck: dict, chain) -> dict:
             "check-dp-total": fmt(chain["dp_total"]), "check-dp-safe": fmt(chain["dp_safe"])}
 
 
-def what_changes(p) -> dict:
+def what_changes(p, ch: Chain) -> dict:
     n, c = len(p.text.encode("utf-8")), len(p.text)
     longer = p.text * 2
     return {"wc-L-one": pct(broken_share_curve(p.text, [1])[0]),
@@ -271,16 +274,15 @@ def what_changes(p) -> dict:
             "wc-ascii": pct(broken_share_curve("abcd", [4])[0])}
 
 
-def exercises(p) -> dict:
+def exercises(p, ch: Chain) -> dict:
     s = p.stream_text
     n, c = len(s.encode("utf-8")), len(s)
-    tokens = stream_tokens(s, int(p.n_merges))
-    garbage = naive_decode(tokens, "replace")
+    garbage = naive_decode(ch.data["tokens"], "replace")
     return {"ex1-n": fmt(n), "ex1-c": fmt(c), "ex1-share": pct(1 - 2.0 ** (c - n), digits=6),
             "ex1-gaps": fmt(n - c),
-            "ex2-max": fmt(max(len(ch.encode("utf-8")) for ch in "\U0010ffff") - 1),
+            "ex2-max": fmt(max(len(x.encode("utf-8")) for x in "\U0010ffff") - 1),
             "ex3-repl": fmt(garbage.count(REPLACEMENT)),
-            "ex3-lost": fmt(sum(len(ch.encode()) > 1 and ch not in garbage for ch in set(s)))}
+            "ex3-lost": fmt(sum(len(x.encode()) > 1 and x not in garbage for x in set(s)))}
 
 
 SPEC = Spec("utf8-stream-decoding", PARAMETERS, RESULTS, compute, validate=validate)
