@@ -28,7 +28,8 @@ def test_headroom_then_power_of_two_holds():
 def test_flagship_b200_two_months():
     out = chains.derive("fleet-size", gpu="b200", mfu=0.35, run_days=60)
     assert out["gpus_planned"].m == 2048
-    assert fleet_size.exercises()["ex1-planned"] == "2,048 GPUs"
+    p = fleet_size.SPEC.check()
+    assert fleet_size.exercises(p, fleet_size.compute(p))["ex1-planned"] == "2,048 GPUs"
 
 
 def test_defaults_use_the_models_own_count():

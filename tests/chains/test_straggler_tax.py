@@ -26,9 +26,9 @@ def test_steps_to_detect_is_a_result():
 
 
 def test_check_simulations():
-    ck = st.checks(trials=20)
+    ck = st.checks()
     assert ck["waiting"] == 16383 and ck["idle_over_delay"] == pytest.approx(16383, rel=1e-9)
-    assert round(ck["z"]) == 4 and ck["found"] >= 19
+    assert round(ck["z"]) == 4 and ck["found"] >= 95 and st.planted_rank_found(20) >= 19
     assert st.one_step_threshold()["s_one"] == pytest.approx(0.0792, abs=5e-4)
 
 

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from utils import catalog
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
 from utils.models import is_mla, is_moe, param_count
 from utils.params import Param, ParameterError, Result, Spec
 from utils.training import flops_per_parameter_token
@@ -165,8 +165,7 @@ def check_model(m, tensor_parallel, pipeline_parallel):
 
 def recompute_chain(model, seq_len, micro_batch, tensor_parallel, pipeline_parallel, gpu,
                     bytes_per_activation, state_bytes_per_param, hbm_usable, *, source="parameters cell") -> Chain:
-    m = model if hasattr(model, "q") else catalog.model(model)
-    acc = gpu if hasattr(gpu, "q") else catalog.accelerator(gpu)
+    m, acc = catalog.model(model), catalog.accelerator(gpu)
     check_model(m, tensor_parallel, pipeline_parallel)
     p, T = bytes_per_activation, TERMS
     ch = Chain(f"Activations of {m.name}: {fmt(q(seq_len, 'token'))} x {micro_batch} on {acc.name}")
@@ -342,6 +341,7 @@ def claim_chain() -> Chain:
                                                     "state_bytes_per_param", "hbm_usable")}, source="the claim")
 
 
+@memoised
 def checks() -> dict:
     """The readings of the memory cut and of "almost nothing", on the claim's inputs."""
     c = claim_chain()
@@ -409,7 +409,7 @@ def what_changes(p, ch: Chain) -> dict:
 EX1 = dict(seq_len=2048, micro_batch=8)
 
 
-def exercises(p) -> dict:
+def exercises(p, ch: Chain) -> dict:
     """Worked answers, glued into hidden dropdowns."""
     import sympy as sp
     ex1 = recompute_chain(**{**_args(p), **EX1})

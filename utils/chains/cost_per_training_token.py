@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from utils import catalog
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
 from utils.models import kv_bytes_per_token, param_count
 from utils.params import Param, Result, Spec
 from utils.training import flops_per_parameter_token
@@ -119,7 +119,7 @@ def token_costs(n_params, n_weights, n_tokens, gpu, mfu, rent, decode_batch, dec
                 title="Cost of a training token and of a generated token") -> Chain:
     """The chain. n_params: multiplied per token (6N, 2N); n_weights: the weights a decode step reads;
     kv_bytes: KV-cache bytes per token, all layers."""
-    acc = catalog.accelerator(gpu) if isinstance(gpu, str) else gpu
+    acc = catalog.accelerator(gpu)
     k = flops_per_parameter_token()
     msrc = model_source or source
     ch = Chain(title)
@@ -186,8 +186,7 @@ def architecture(m, kv_bytes_per_element=2.0) -> dict:
                 kv_bytes=kv_bytes_per_token(m, kv_bytes_per_element).to("byte/token").m)
 
 
-def compute(p, **changes) -> Chain:
-    p = p.replace(**changes) if changes else p
+def compute(p) -> Chain:
     a = architecture(p.model, p.kv_bytes_per_element)
     return token_costs(a["n_params"], a["n_weights"], p.n_tokens, p.gpu, p.mfu, p.rent_usd_per_gpu_hour,
                        p.decode_batch, p.decode_context, p.weight_bytes_per_param, a["kv_bytes"],
@@ -229,6 +228,7 @@ def tolerance() -> float:
     return 0.5 * CLAIM["quarter"] / CLAIM["usd_per_token"]
 
 
+@memoised
 def checks() -> dict:
     rate = rental()
     cc = claim_chain()
@@ -297,18 +297,22 @@ def claims() -> list[Claim]:
     ]
 
 
+def _musd(x) -> str:
+    """A run's cost in words: one decimal of millions of dollars."""
+    return f"{x.to('USD').m / 1e6:.1f} million USD"
+
+
 def check_texts() -> dict:
     """The numbers the check and API sections name."""
     ck = checks()
     cc, rate, pr = ck["cc"], ck["rate"], ck["per_rate"]
-    usd = lambda x: f"{x.to('USD').m / 1e6:.1f} million USD"   # noqa: E731
     lo = q(API_PRICES[1]["output"], "USD/Mtoken").to("USD/token")
     hi = q(API_PRICES[0]["output"], "USD/Mtoken").to("USD/token")
     out = {"claim-usd-value": fmt(ck["claimed"]), "claim-n": short(CLAIM["n_params"]), "claim-d": short(CLAIM["n_tokens"]),
            "claim-mfu": pct(CLAIM["mfu"]), "claim-tol": pct(ck["tol"]),
            "check-rent-star": fmt(ck["r_star"]), "check-u-star": pct(cc["u_star"]),
            "check-c-contract": fmt(cc["c_t"]), "check-g-t": fmt(cc["g_t"]),
-           "check-run-star": usd(cc["C_star"]), "check-run-contract": usd(cc["C_run"]),
+           "check-run-star": _musd(cc["C_star"]), "check-run-contract": _musd(cc["C_run"]),
            "check-gpu-hours": fmt(cc["H_run"], "GPU*hour"), "card-gpu-hours": fmt(ck["card_gpu_hours"], digits=2),
            "card-mfu": pct(ck["card_mfu"]), "card-ratio": f"{ck['card_ratio']:.2f}",
            "card-usd-token": fmt(ck["card_usd_token"]), "check-eff": pct(CLAIM_DECODE["bw_eff"]),
@@ -362,7 +366,7 @@ def decode_curves(p, batches, contexts=(0, 2048, 8192, 32768), bw_eff=None) -> d
             for c in sorted({*contexts, int(p.decode_context)})}
 
 
-def sensitivities() -> dict:
+def what_changes(p, ch: Chain) -> dict:
     """What changes the answer, on the claim's inputs at the contract rate."""
     rate = rental()
     lo, hi = claim_chain(rate["contract_1y_low"]), claim_chain(rate["aws_p5_on_demand"])
@@ -370,9 +374,8 @@ def sensitivities() -> dict:
     mfu_c = {m: token_costs(CLAIM["n_params"], CLAIM["n_params"], CLAIM["n_tokens"], CLAIM["gpu"], m,
                             rate["contract_1y"], b0, c0, 2.0, 0.0, 0.7)["c_t"] for m in (0.30, 0.50)}
     eff_lo, floor = claim_chain(bw_eff=0.5), claim_chain(bw_eff=1.0)
-    usd = lambda x: f"{x.to('USD').m / 1e6:.1f} million USD"   # noqa: E731
-    return {"wc-rent-lo": fmt(lo["c_t"]), "wc-rent-hi": fmt(hi["c_t"]), "wc-run-lo": usd(lo["C_run"]),
-            "wc-run-hi": usd(hi["C_run"]), "wc-mfu-lo": pct(0.30), "wc-mfu-hi": pct(0.50),
+    return {"wc-rent-lo": fmt(lo["c_t"]), "wc-rent-hi": fmt(hi["c_t"]), "wc-run-lo": _musd(lo["C_run"]),
+            "wc-run-hi": _musd(hi["C_run"]), "wc-mfu-lo": pct(0.30), "wc-mfu-hi": pct(0.50),
             "wc-c-mfu-lo": fmt(mfu_c[0.30]), "wc-c-mfu-hi": fmt(mfu_c[0.50]),
             "wc-b-half": str(b0 // 2), "wc-b-double": str(b0 * 2),
             "wc-c-b-half": fmt(claim_chain(decode_batch=b0 // 2)["c_i"]),
@@ -393,7 +396,7 @@ def batch_for_price(ch, price):
     return as_float(ch["r"] * ch["N_w"] * ch["b_w"] / (ch["e_W"] * ch["W"] * head * ch["tau"]), "sequence")
 
 
-def exercises() -> dict:
+def exercises(p, ch: Chain) -> dict:
     rate = rental()
     cc, hi = claim_chain(), claim_chain(rate["aws_p5_on_demand"])
     b200 = token_costs(CLAIM["n_params"], CLAIM["n_params"], CLAIM["n_tokens"], "b200", CLAIM["mfu"],
@@ -403,7 +406,7 @@ def exercises() -> dict:
     a8 = architecture(m8)
     ex3 = token_costs(a8["n_params"], a8["n_weights"], 1e9, "h100-sxm", 0.35, rate["contract_1y"], 64, 8192, 2.0,
                       a8["kv_bytes"], 0.7)
-    out = {"ex1-run": f"{hi['C_run'].to('USD').m / 1e6:.1f} million USD",
+    out = {"ex1-run": _musd(hi['C_run']),
            "ex1-ratio": f"{ratio(hi['C_run'], cc['C_run']):.2f}", "ex2-peak-ratio": f"{peak_ratio:.2f}",
            "ex2-rent": fmt(q(rate["contract_1y"] * peak_ratio, "USD/hour")), "ex3-tokens": short(1e9),
            "ex3-mfu": pct(0.35), "ex3-params": fmt(q(a8["n_params"], "parameter")), "ex3-token": fmt(ex3["c_t"]),
@@ -433,7 +436,7 @@ def chain_texts(p) -> dict:
     return {"p-b-x": f"{fmt(ch['B_x'].m)} sequences", "p-b-x-floor": fmt(floor["B_x"].m),
             "intro-eff": pct(p.decode_bandwidth_efficiency), "p-eff": pct(p.decode_bandwidth_efficiency),
             "p-reserve": pct(ENGINE_RESERVE), "p-c-i-floor": fmt(floor["c_i"]), "p-rho-floor": f"{floor['rho'].m:.2f}",
-            "run-cost-words": f"{ch['C_run'].to('USD').m / 1e6:.1f} million USD", "intro-tokens": short(p.n_tokens),
+            "run-cost-words": _musd(ch['C_run']), "intro-tokens": short(p.n_tokens),
             "intro-batch": str(p.decode_batch), "intro-context": f"{fmt(p.decode_context)} tokens",
             "intro-ratio-text": f"{rho:.2f} times the training token, so here the "
                                 + ("training token is the cheaper" if rho > 1 else "generated token is the cheaper"),

@@ -223,8 +223,7 @@ def memory_bars(keys=("llama-3-8b", "llama-3-70b", "llama-3-405b"), n_gpus=64) -
     return out
 
 
-def what_changes(p) -> dict:
-    ch = compute(p)
+def what_changes(p, ch: Chain) -> dict:
     z0 = dpo_chain(**{**_args(p), "zero_stage": 0})
     e3 = dpo_chain(**{**_args(p), "epochs": 3})
     return {"w-z0-mem": fmt(z0["M"]), "w-z0-share": pct(z0["s_M"]), "w-share": pct(ch["s_M"]),
@@ -232,7 +231,7 @@ def what_changes(p) -> dict:
             "w-flop-share": pct((ch["c"] - ch["c_p"]) / ch["c"])}
 
 
-def exercises() -> dict:
+def exercises(p, ch: Chain) -> dict:
     base = defaults()
     e1 = dpo_chain(**{**base, "m": catalog.model("llama-3-8b"), "n_gpus": 8, "zero_stage": 0})
     e2 = dpo_chain(**{**base, "epochs": 3})

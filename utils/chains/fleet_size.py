@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from utils import catalog
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
 from utils.models import attention_width, n_layers, param_count
 from utils.params import Param, ParameterError, Result, Spec
 from utils.training import (
@@ -80,7 +80,7 @@ def fleet(n_params, n_tokens, gpu, mfu, run_days, headroom, gpus_per_node=8, *, 
     gpu: a catalog key or Entry; peak_field: which of its rates is read as the peak. basis: None (the MFU
     is on 6N) or a dict of mfu_conversion's arguments (mfu_basis, n_layers, d_attn, seq_len), whose steps
     restate the typed MFU on 6N before the fleet equation reads it."""
-    accel = catalog.accelerator(gpu) if isinstance(gpu, str) else gpu
+    accel = catalog.accelerator(gpu)
     peak = accel[peak_field]
     ch = Chain(f"Fleet size on {accel.name}")
     six_nd(ch, n_params, n_tokens, kind=kind, source=source)
@@ -111,7 +111,7 @@ def fleet(n_params, n_tokens, gpu, mfu, run_days, headroom, gpus_per_node=8, *, 
 
 def run_length(n_params, n_tokens, gpu, mfu, n_gpus, *, peak_field="bf16_dense", source="the claim") -> Chain:
     """The fleet equation solved for the run length that a given GPU count needs."""
-    accel = catalog.accelerator(gpu) if isinstance(gpu, str) else gpu
+    accel = catalog.accelerator(gpu)
     peak = accel[peak_field]
     ch = Chain("Run length for a given fleet")
     six_nd(ch, n_params, n_tokens, source=source)
@@ -212,6 +212,7 @@ def _base() -> dict:
     return {k: CLAIM[k] for k in ("n_params", "n_tokens", "gpu", "mfu")}
 
 
+@memoised
 def checks() -> dict:
     """The check section's chains, all on the claim's own inputs."""
     at_claim = run_length(**_base(), n_gpus=CLAIM["gpus"])
@@ -290,9 +291,8 @@ def planned_grid(p, mfus, days) -> np.ndarray:
     return np.ceil(np.log2(C / (R * M * Dd * 86400) * (1 + p.headroom)))
 
 
-def sensitivities(p) -> dict:
+def what_changes(p, ch: Chain) -> dict:
     """What changes the answer: a lower MFU, a newer chip, and the headroom that rides free in the rounding."""
-    ch = compute(p)
     low = fleet(n_params_of(p.model), p.n_tokens, p.gpu, 0.30, p.run_days, p.headroom, p.gpus_per_node)
     b200 = fleet(n_params_of(p.model), p.n_tokens, "b200", mfu6(p), p.run_days, p.headroom, p.gpus_per_node)
     return dict(mfu_low=0.30, exact_low=low["N_gpu"], b200_name=catalog.accelerator("b200").name.split(" (")[0],
@@ -303,7 +303,7 @@ def sensitivities(p) -> dict:
                 floor_datasheet=(ch["C"] / (ch["R"] * ch["T"])).to("GPU"))
 
 
-def exercises() -> dict:
+def exercises(p, ch: Chain) -> dict:
     """Worked answers, glued into hidden dropdowns."""
     ex1 = fleet(CLAIM["n_params"], CLAIM["n_tokens"], "b200", 0.35, 60.0, CLAIM["headroom"])
     ck = checks()
@@ -344,21 +344,22 @@ def claim_texts() -> dict:
 # --- which MFU: published figures restated on the book's 6N basis ------------------------------------
 PALM_RUN = "palm-540b-pretraining"
 PALM_SRC = "PaLM (Chowdhery et al., arXiv:2204.02311), Table 3 and Appendix B"
-DSV3_SRC = ("Insights into DeepSeek-V3 (DeepSeek-AI, ISCA '25, arXiv:2505.09343), Table 4, multi-plane fat-tree "
-            "column: 'TFLOPS (non-causal) 432', 'TFLOPS (causal) 385', 'MFU (non-causal) 43.73%', "
-            "'MFU (causal) 38.94%', 2,048 H800 GPUs, read 2026-12-01")
-DSV3_REPORT = ("DeepSeek-V3 Technical Report (arXiv:2412.19437), Table 1: pre-training 2,664K H800 GPU hours "
-               "on 14.8T tokens, read 2026-12-01")
 MEGATRON_SRC = ("Narayanan et al., Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM "
                 "(arXiv:2104.04473), eq. 3 (96Bslh^2(1 + s/6h + V/16lh), 'assumes activation recomputation'), "
                 "Table 1 and sec. 5.1, read 2026-12-01")
-# DeepSeek-V3 pre-training: 4K sequences (technical report sec. 4.2), the MFUs of the ISCA paper's Table 4, and
-# the report's GPU-hours for the second route. H800 has H100 SXM's dense bf16 rate: 385 / 0.3894 = 989 TFLOP/s.
-DSV3 = dict(seq_len=4096, mfu_causal=0.3894, mfu_noncausal=0.4373, gpu_hours=2.664e6, tokens=14.8e12)
 # Megatron-LM Table 1 and sec. 5.1 (A100, 312 TFLOP/s dense bf16; s = 2048, V = 51,200 for every row).
 MEGATRON_ROWS = (dict(name="GPT-3 175B on 1,024 A100s (sec. 5.1)", layers=96, hidden=12288, tflops=140.0),
                  dict(name="1T on 3,072 A100s (Table 1)", layers=128, hidden=25600, tflops=163.0))
 MEGATRON_SEQ, MEGATRON_VOCAB = 2048, 51200
+
+
+def dsv3() -> dict:
+    """DeepSeek-V3 pre-training from the run catalog: 4K sequences, the MFUs of the ISCA paper's Table 4, and the
+    technical report's GPU-hours and tokens for the second route (H800 has H100 SXM's dense bf16 rate)."""
+    r = catalog.run("deepseek-v3-pretraining")
+    return dict(seq_len=int(as_float(r.q("seq_len"), "token")), mfu_causal=as_float(r.q("mfu_causal")),
+                mfu_noncausal=as_float(r.q("mfu_noncausal")), gpu_hours=as_float(r.q("gpu_hours"), "GPU*hour"),
+                tokens=as_float(r.q("tokens"), "token"))
 
 
 def _palm_basis() -> tuple[float, dict]:
@@ -397,14 +398,14 @@ def deepseek_conversion() -> dict:
     and the MFU its GPU-hours imply on 6N (a second route)."""
     m = catalog.model("deepseek-v3")
     n, L, d = n_params_of(m), n_layers(m), attention_width(m)
-    T = DSV3["seq_len"]
-    causal = mfu_to_6n(DSV3["mfu_causal"], "6N+causal-attention", n, L, d, T)
-    noncausal = mfu_to_6n(DSV3["mfu_noncausal"], "6N+attention", n, L, d, T)
+    T = dsv3()["seq_len"]
+    causal = mfu_to_6n(dsv3()["mfu_causal"], "6N+causal-attention", n, L, d, T)
+    noncausal = mfu_to_6n(dsv3()["mfu_noncausal"], "6N+attention", n, L, d, T)
     peak = catalog.accelerator("h100-sxm").q("bf16_dense")
-    hours = q(DSV3["gpu_hours"], "GPU*hour")
-    from_hours = as_float(q(6 * n * DSV3["tokens"], "FLOP") / (hours * peak / q(1, "GPU")), "")
+    hours = q(dsv3()["gpu_hours"], "GPU*hour")
+    from_hours = as_float(q(6 * n * dsv3()["tokens"], "FLOP") / (hours * peak / q(1, "GPU")), "")
     return dict(n=n, layers=L, d_attn=d, seq_len=T, causal=causal, noncausal=noncausal, from_hours=from_hours,
-                typed_error=1 - causal / DSV3["mfu_causal"])
+                typed_error=1 - causal / dsv3()["mfu_causal"])
 
 
 def megatron_conversion() -> list[dict]:
@@ -427,10 +428,10 @@ def conversion_table() -> list[tuple]:
     pf, ds = palm_figures(), deepseek_conversion()
     rows = [("PaLM 540B, 6,144 TPU v4 (Table 3)", pct(pf["mfu"]), "6N + 12LHQT", pct(pf["mfu6"]),
              pct(1 - pf["mfu6"] / pf["mfu"])),
-            ("DeepSeek-V3, 2,048 H800 (ISCA Table 4)", pct(DSV3["mfu_causal"], 4), "6N + causal attention",
-             pct(ds["causal"]), pct(1 - ds["causal"] / DSV3["mfu_causal"])),
-            ("DeepSeek-V3, same run, non-causal count", pct(DSV3["mfu_noncausal"], 4), "6N + 12LHQT",
-             pct(ds["noncausal"]), pct(1 - ds["noncausal"] / DSV3["mfu_noncausal"]))]
+            ("DeepSeek-V3, 2,048 H800 (ISCA Table 4)", pct(dsv3()["mfu_causal"], 4), "6N + causal attention",
+             pct(ds["causal"]), pct(1 - ds["causal"] / dsv3()["mfu_causal"])),
+            ("DeepSeek-V3, same run, non-causal count", pct(dsv3()["mfu_noncausal"], 4), "6N + 12LHQT",
+             pct(ds["noncausal"]), pct(1 - ds["noncausal"] / dsv3()["mfu_noncausal"]))]
     for r in megatron_conversion():
         rows.append((f"Megatron-LM {r['name']}", f"{r['tflops']:.0f} TFLOP/s = {pct(r['printed'])}",
                      "96Bslh^2(1 + s/6h + V/16lh), recomputation", pct(r["mfu6"]), pct(1 - r["mfu6"] / r["printed"])))
@@ -444,7 +445,7 @@ def basis_texts() -> dict:
             "palm-days": fmt(pf["days"]), "palm-exact": fmt(pf["exact"]), "palm-gap": pct(abs(pf["gap"]), 2),
             "palm-typed": fmt(pf["typed_as_6n"]), "palm-chip-hours": fmt(pf["chip_hours"].to("GPU*hour")),
             "palm-compute-share": pct(pf["compute_share"]),
-            "ds-causal": pct(DSV3["mfu_causal"], 4), "ds-noncausal": pct(DSV3["mfu_noncausal"], 4),
+            "ds-causal": pct(dsv3()["mfu_causal"], 4), "ds-noncausal": pct(dsv3()["mfu_noncausal"], 4),
             "ds-6n-causal": pct(ds["causal"]), "ds-6n-noncausal": pct(ds["noncausal"]),
             "ds-hours-mfu": pct(ds["from_hours"]), "ds-seq": fmt(q(ds["seq_len"], "token")),
             "ds-error": pct(ds["typed_error"]), "ds-dattn": f"{ds['d_attn']:,}",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from utils import catalog
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
 from utils.params import Param, ParameterError, Result, Spec
 from utils.training import six_nd
 from utils.training.failures import (
@@ -116,7 +116,7 @@ def frontier_run(n_params, n_tokens, gpu, n_gpus, mfu, global_batch_tokens, byte
                  interruptions_per_gpu_day, unplanned_fraction, checkpoint_bytes_per_param,
                  checkpoint_write_gb_per_s, restart_minutes, *, source="parameters cell") -> Chain:
     """A pre-training run from compute to schedule, in dependency order, as a Chain."""
-    accel = catalog.accelerator(gpu) if isinstance(gpu, str) else gpu
+    accel = catalog.accelerator(gpu)
     L = llama3()
     ch = Chain(f"{short(n_params)} dense on {short(n_tokens)} tokens, {n_gpus:,} x {accel.name}")
     # 1. compute
@@ -188,9 +188,8 @@ def frontier_run(n_params, n_tokens, gpu, n_gpus, mfu, global_batch_tokens, byte
     return ch
 
 
-def compute(p, **changes) -> Chain:
-    v = {**{k: p[k] for k in p}, **changes}
-    return frontier_run(**v)
+def compute(p) -> Chain:
+    return frontier_run(**p)
 
 
 # --- the claim ------------------------------------------------------------------------------------
@@ -226,6 +225,7 @@ def mfu_for_days(ch, days) -> Chain:
     return m
 
 
+@memoised
 def checks() -> dict:
     L = llama3()
     ch = frontier_run(**claim_inputs(), source="the claim")
@@ -374,25 +374,30 @@ def variants(p) -> dict[str, Chain]:
             change = dict(interruptions_per_gpu_day=2 * p.interruptions_per_gpu_day)
         elif change == "slow":
             change = dict(checkpoint_write_gb_per_s=p.checkpoint_write_gb_per_s / 10)
-        out[name] = compute(p, **change)
+        out[name] = compute(p.replace(**change))
     return out
 
 
-def sensitivities(p) -> tuple[str, dict]:
-    """The what-changes table and its glue."""
+def variants_table(p) -> str:
+    """The what-changes table: each variant's days, interval, goodput and schedule."""
     v = variants(p)
     base = v["the parameters"]
     rows = "\n".join(f"| {k} | {fmt(c['T'])} | {fmt(c['tau'])} | {pct(c['G'])} | **{fmt(c['W'])}** | "
                      f"{fmt(c['W'] - base['W'])} |" for k, c in v.items())
-    table = ("| change | compute days | $\\tau^*$ | goodput | wall-clock days | change in days |\n"
-             "|---|---|---|---|---|---|\n" + rows)
-    return table, {"wc-rate2": fmt(v["interruptions twice as frequent"]["W"] - base["W"]),
-                   "wc-g-rate2": pct(v["interruptions twice as frequent"]["G"]),
-                   "wc-restart30": fmt(v["restart of 30 minutes"]["W"] - base["W"]),
-                   "wc-restart-fast": fmt(base["W"] - v["restart of 2.5 minutes"]["W"]),
-                   "wc-slow-store": fmt(v["storage ten times slower"]["W"] - base["W"]),
-                   "wc-slow-tau": fmt(v["storage ten times slower"]["tau"]),
-                   "wc-mfu": fmt(v["MFU of 35%"]["W"] - base["W"]), "wc-mfu-value": pct(0.35)}
+    return ("| change | compute days | $\\tau^*$ | goodput | wall-clock days | change in days |\n"
+            "|---|---|---|---|---|---|\n" + rows)
+
+
+def what_changes(p, ch: Chain) -> dict:
+    """The what-changes prose: each variant's schedule against the parameters' own (ch)."""
+    v, base = variants(p), ch
+    return {"wc-rate2": fmt(v["interruptions twice as frequent"]["W"] - base["W"]),
+            "wc-g-rate2": pct(v["interruptions twice as frequent"]["G"]),
+            "wc-restart30": fmt(v["restart of 30 minutes"]["W"] - base["W"]),
+            "wc-restart-fast": fmt(base["W"] - v["restart of 2.5 minutes"]["W"]),
+            "wc-slow-store": fmt(v["storage ten times slower"]["W"] - base["W"]),
+            "wc-slow-tau": fmt(v["storage ten times slower"]["tau"]),
+            "wc-mfu": fmt(v["MFU of 35%"]["W"] - base["W"]), "wc-mfu-value": pct(0.35)}
 
 
 def goodput_curves(ch, taus_minutes, scales=(1, 0.1, 0.01)) -> list[dict]:
@@ -420,12 +425,11 @@ def schedule_curves(ch, p, mtbi_hours, restarts=(2.5, None, 30.0)) -> dict[float
     return out
 
 
-def exercises(p) -> dict:
+def exercises(p, ch: Chain) -> dict:
     ex1 = frontier_run(**{**claim_inputs(), "n_gpus": 8192})
-    ch = compute(p)
     tau_habit = q(60, "minute")
     g_habit = 1 - as_float(ch["delta"] / tau_habit + tau_habit / (2 * ch["M_u"]) + ch["t_r"] / ch["M"], "")
-    ex3 = compute(p, checkpoint_bytes_per_param=16.0, checkpoint_write_gb_per_s=200.0)
+    ex3 = compute(p.replace(checkpoint_bytes_per_param=16.0, checkpoint_write_gb_per_s=200.0))
     return {"ex1-gpus": fmt(q(8192, "GPU")), "ex1-days": fmt(ex1["T"]), "ex1-int": fmt(ex1["n_int"]),
             "ex1-mtbi": fmt(ex1["M"]), "ex1-g": pct(ex1["G"]), "ex1-wall": fmt(ex1["W"]),
             "ex2-tau": fmt(tau_habit.to("hour")), "ex2-g": pct(g_habit), "ex2-days": fmt(ch["T"] / g_habit - ch["W"]),

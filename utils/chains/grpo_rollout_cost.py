@@ -184,7 +184,6 @@ QUOTE = ("Sixteen samples per prompt, a verifier that runs code, no value model,
 
 
 def defaults():
-
     return SPEC.check()
 
 
@@ -254,9 +253,8 @@ def _given(p) -> dict:
             for x in PARAMETERS}
 
 
-def what_changes(p) -> dict:
-
-    base = compute(p)
+def what_changes(p, ch: Chain) -> dict:
+    base = ch
     s2 = compute(SPEC.check(**{**_given(p), "sigma": 0.5}))
     cap8 = compute(SPEC.check(**{**_given(p), "max_response_tokens": 8192}))
     v60 = compute(SPEC.check(**{**_given(p), "verifier_seconds": 60.0}))
@@ -268,8 +266,8 @@ def what_changes(p) -> dict:
             "w-v60": fmt(q(60, "s")), "w-v60-fs": pct(v60["f_s"]), "w-v60-fx": pct(v60["f_x"])}
 
 
-def exercises() -> dict:
-
+def exercises(p, ch: Chain) -> dict:
+    """Worked answers on the page's defaults (the questions name them), not the reader's inputs."""
     p = defaults()
     a = (p.median_response_tokens, p.sigma, p.max_response_tokens)
     e2 = compute(SPEC.check(samples_per_prompt=64, n_prompts=16))

@@ -119,19 +119,8 @@ def claims() -> list[Claim]:
                 "operations, not optimisation; other causes exist (clipping is a fifth of the second check)")]
 
 
-def scale_curve(k_max: int = 20) -> dict:
-    """The scale after k overflows in a row, from the defaults."""
-    return dict(k=list(range(k_max + 1)), scale=[65536.0 * 0.5 ** k for k in range(k_max + 1)])
-
-
-def lr_curves(steps) -> dict:
-    """The configured schedule against one set for the whole run."""
-    return {"set for the run": [cosine_lr(s, 3e-4, 2000, 100000) for s in steps],
-            "set for a tenth of it": [cosine_lr(s, 3e-4, 2000, 10000) for s in steps]}
-
-
-def what_changes() -> dict:
-
+def what_changes(p, ch: Chain) -> dict:
+    """On the page's defaults (the prose names them), not the reader's inputs."""
     base = SPEC.derive()
     big = SPEC.derive(shard_tokens=200e9)
     n64 = SPEC.derive(n_ranks=64)
@@ -140,8 +129,8 @@ def what_changes() -> dict:
             "wc-ranks-64": fmt(q(64, ""))}
 
 
-def exercises() -> dict:
-
+def exercises(p, ch: Chain) -> dict:
+    """Worked answers on the page's defaults, each question changing one of them."""
     r = SPEC.derive(init_scale=2.0 ** 24)
     step = 6000
     mid = SPEC.derive(read_step=step)

@@ -10,12 +10,11 @@ parameter (a dense catalog model or a config.json).
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 
 import numpy as np
 
 from utils import catalog
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
 from utils.models import is_moe, param_count
 from utils.params import Param, ParameterError, Result, Spec
 from utils.training import flops_per_parameter_token
@@ -138,9 +137,7 @@ def check_layout(m, tp, pp, dp, seq_len, global_batch_tokens, micro_batch):
 
 def placement(model, gpu, tp, pp, dp, seq_len, global_batch_tokens, micro_batch, mfu, fabric, *,
               bucket_params=None, source="parameters cell") -> Chain:
-    m = model if hasattr(model, "q") else catalog.model(model)
-    acc = gpu if hasattr(gpu, "q") else catalog.accelerator(gpu)
-    link = fabric if hasattr(fabric, "q") else catalog.interconnect(fabric)
+    m, acc, link = catalog.model(model), catalog.accelerator(gpu), catalog.interconnect(fabric)
     check_layout(m, tp, pp, dp, seq_len, global_batch_tokens, micro_batch)
     for entry, field in ((acc, "bf16_dense"), (acc, "scaleup_bandwidth_unidirectional"),
                          (link, "bandwidth_unidirectional")):
@@ -300,7 +297,7 @@ def closed_form() -> dict:
                 fn=sp.lambdify((t, h, R, u, B), llama, "numpy"))
 
 
-@lru_cache(maxsize=1)
+@memoised
 def closed() -> dict:
     """closed_form(), derived once and only when asked for (sympy is not needed to compute the chain)."""
     return closed_form()
@@ -346,6 +343,7 @@ def _with(**over) -> Chain:
     return placement(**{**claim_inputs(), **over}, source="variant of the claim's inputs")
 
 
+@memoised
 def checks() -> dict:
     ci = claim_inputs()
     cl = placement(**ci, source="the claim (Llama 3 405B, Table 4 row 2)")
@@ -433,7 +431,8 @@ def claims() -> list[Claim]:
 
 
 # --- what changes the answer, and the exercises ---------------------------------------------------
-def what_changes() -> dict:
+def what_changes(p, ch: Chain) -> dict:
+    """On the claim's inputs (the prose compares variants of Llama 3's layout), not the reader's."""
     ci = claim_inputs()
     cl = _with()
     v_tp2 = _with(tp=2, dp=512)
@@ -450,7 +449,8 @@ def what_changes() -> dict:
             "w-v": num(as_float(cl["L_s"])), "w-int-pp": fmt(cl["V_PP"] * as_float(cl["L_s"]))}
 
 
-def exercises() -> dict:
+def exercises(p, ch: Chain) -> dict:
+    """Worked answers on the claim's inputs."""
     ci = claim_inputs()
     cl = _with()
     r1 = _run_row(1)

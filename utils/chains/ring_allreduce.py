@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from utils import catalog
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
 from utils.models import param_count
 from utils.params import Param, ParameterError, Result, Spec
 from utils.training import flops_per_parameter_token
@@ -89,16 +89,14 @@ ALMOST_TWICE = (1.9, 2.0)   # "almost twice": at least 1.9 and below 2
 
 def model_size(m):
     """The model's own size: its weights in bf16, the dtype Llama 3 is released in."""
-    m = m if hasattr(m, "q") else catalog.model(m)
+    m = catalog.model(m)
     return (param_count(m)["total"] * q(2, "byte/parameter")).to("GB")
 
 
 def ring_chain(model, grad_bytes_per_param, dp_size, gpus_per_node, gpu, fabric, tokens_per_gpu_per_step,
                micro_batches, mfu, bucket_mib, step_latency_nvlink_us, step_latency_net_us, *,
                source="parameters cell") -> Chain:
-    m = model if hasattr(model, "q") else catalog.model(model)
-    acc = gpu if hasattr(gpu, "q") else catalog.accelerator(gpu)
-    link = fabric if hasattr(fabric, "q") else catalog.interconnect(fabric)
+    m, acc, link = catalog.model(model), catalog.accelerator(gpu), catalog.interconnect(fabric)
     for entry, field in ((acc, "bf16_dense"), (acc, "scaleup_bandwidth_unidirectional"),
                          (link, "bandwidth_unidirectional")):
         if field not in entry:
@@ -258,9 +256,10 @@ def _with(**over) -> Chain:
 
 
 def _megatron_mib(dp) -> float:
-    return as_float((max(40e6, 1e6 * dp) * q(CLAIM["grad_bytes_per_param"], "B")).to("MiB"))
+    return as_float(q(float(megatron_bucket_bytes(dp, CLAIM["grad_bytes_per_param"])), "B").to("MiB"))
 
 
+@memoised
 def checks() -> dict:
     import sympy as sp
     c = _with()
@@ -317,7 +316,8 @@ def claims() -> list[Claim]:
 BIG_N = 1024
 
 
-def what_changes() -> dict:
+def what_changes(p, ch: Chain) -> dict:
+    """On the claim's inputs (the prose names them), not the reader's."""
     big, big_meg = _with(dp_size=BIG_N), _with(dp_size=BIG_N, bucket_mib=_megatron_mib(BIG_N))
     accum = _with(micro_batches=4)
     accum_meg = _with(micro_batches=4, bucket_mib=_megatron_mib(CLAIM["dp_size"]))
@@ -330,7 +330,8 @@ def what_changes() -> dict:
             "v-b200-bwd": fmt(b200["t_bwd"]), "v-b200-tar": fmt(b200["T_ar"]), "v-b200-tmin": fmt(b200["T_min"])}
 
 
-def exercises() -> dict:
+def exercises(p, ch: Chain) -> dict:
+    """Worked answers on the claim's inputs."""
     run = catalog.run(_LLAMA405)
     tp, pp, dp = (int(as_float(run.q(f"table4_row1_{k}"))) for k in ("tp", "pp", "dp"))
     m405 = catalog.model(run.q("model"))

@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from utils import catalog, models
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
+from utils.display import table
 from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, pct, q
 from utils.verdicts import UNCHECKABLE, Claim
@@ -270,11 +271,6 @@ def claims() -> list[Claim]:
 
 
 # --- the page's sections ----------------------------------------------------------------------------
-def table(header: list[str], rows: list[list[str]]) -> str:
-    return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-                     + ["| " + " | ".join(r) + " |" for r in rows])
-
-
 def chain_glue(p, ch) -> dict:
     kv_share = as_float(ch["B"] * ch["kv_s"] / ch["W_b"], "")
     bound = "memory bandwidth" if (ch["M_d"] / ch["BW_a"]) >= (ch["F_d"] / ch["P_a"]) else "compute"
@@ -310,6 +306,7 @@ def sync_optimum() -> str:
             f"\\text{{ at }} \\frac{{n_a}}{{n_l}} = {sp.latex(sp.sqrt(a_ / b_))} = \\sqrt{{r_l / r_a}}$$")
 
 
+@memoised
 def checks() -> dict:
     """The check's numbers: the matching readings, the by-hand count, the bits-over-line-rate route, the
     ratio against a brute-force split, and the idle accounting."""
@@ -344,7 +341,7 @@ def check_section() -> tuple[dict, str]:
 def balanced(p, actor_gpu, context, batch=None, **over):
     """The chain with actors on `actor_gpu` at this mean context, the batch capped where the caches stop
     fitting (None when the weights and one sequence's cache do not fit a replica)."""
-    acc = catalog.accelerator(actor_gpu) if isinstance(actor_gpu, str) else actor_gpu
+    acc = catalog.accelerator(actor_gpu)
     m = over.get("m", p.model)
     g = over.get("actor_gpus_per_replica", p.actor_gpus_per_replica)
     b = over.get("weight_bytes_per_param", p.weight_bytes_per_param)
@@ -401,8 +398,7 @@ K_RL = 10          # 6N update + 2N reference forward + 2N old-policy log-probab
 SMALL_ROLLOUT = 262144.0
 
 
-def what_changes(p) -> dict:
-    ch = compute(p)
+def what_changes(p, ch: Chain) -> dict:
     w_ctx = balanced(p, p.gpu, 2 * p.mean_context_tokens)
     w_b2 = rl_chain(**_args(p, decode_batch=max(1, p.decode_batch // 2)))
     w_small = rl_chain(**_args(p, rollout_tokens_per_step=SMALL_ROLLOUT))
@@ -417,9 +413,8 @@ def what_changes(p) -> dict:
 LORA_RANK, E1_LEARNERS = 64, 64
 
 
-def exercises(p) -> dict:
+def exercises(p, ch: Chain) -> dict:
     import sympy as sp
-    ch = compute(p)
     e1 = balanced(p, "h200", p.mean_context_tokens)
     if e1 is None:
         e1_na = "none (the model does not fit on an H200 replica of this size)"

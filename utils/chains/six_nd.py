@@ -10,11 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 from utils import catalog
-from utils.chain import Chain
+from utils.chain import Chain, as_float, memoised
 from utils.models import attention_width, n_layers, param_count
 from utils.params import Param, Result, Spec
 from utils.training import attention_flops_per_token, flops_per_parameter_token, six_nd
-from utils.units import fmt, q, short
+from utils.units import fmt, pct, q, short
 from utils.verdicts import Claim, judge, ratio, sig_fig_tolerance
 
 PARAMETERS = (
@@ -102,6 +102,7 @@ def claims() -> list[Claim]:
                f"{fmt(ch['s'].m * 100, digits=2)}% at Llama-3-70B's {fmt(ch['T'])} training context.")]
 
 
+@memoised
 def checks() -> dict:
     """The check section's numbers: the claim's chain, the paper route, the counted 70B."""
     m = catalog.model("llama-3-70b")
@@ -123,13 +124,24 @@ def attention_share_curves(contexts) -> dict[str, np.ndarray]:
     return out
 
 
-def exercises() -> dict:
-    """Worked answers, glued into hidden dropdowns."""
+def what_changes(p, ch: Chain) -> dict:
+    """Context and recomputation, on the claim's inputs: attention's share at its 8k context and at 128k, and
+    the compute of full activation recomputation (8ND)."""
+    k, claim = flops_per_parameter_token(), checks()["claim"]
+    arch = architecture(catalog.model("llama-3-70b"))
+    long = training_compute(CLAIM["n_params"], CLAIM["n_tokens"], 131072, arch["n_layers"], arch["d_attn"])
+    return {"context-8k": claim["T"], "share-8k": pct(claim["s"]), "context-128k": long["T"],
+            "share-128k": pct(long["s"]), "k-recompute": str(k["recompute"]),
+            "recompute-flops": claim["C"] * k["recompute"] / k["train"]}
+
+
+def exercises(p, ch: Chain) -> dict:
+    """Worked answers on the book's own inputs, glued into hidden dropdowns."""
     paper = paper_route()
     m8 = catalog.model("llama-3-8b")
     ex2 = training_compute(**architecture(m8), n_tokens=CLAIM["n_tokens"], context_tokens=8192)
     ds = catalog.model("deepseek-v3")
-    tokens_ds = 14.8e12   # DeepSeek-V3 technical report (arXiv:2412.19437): pre-training corpus, tokens
+    tokens_ds = as_float(catalog.run("deepseek-v3-pretraining").q("tokens"), "token")
     ex3 = training_compute(**architecture(ds), n_tokens=tokens_ds, context_tokens=4096)
     return {
         "ex1-flops": fmt(paper["chain"]["C"]), "ex1-ratio": f"{fmt(paper['ratio'] * 100)}%",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from utils import catalog
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
 from utils.chains.parallelism_placement import REFUSED as PLACEMENT_REFUSED
 from utils.chains.parallelism_placement import check_layout, placement
 from utils.params import Param, Result, Spec
@@ -152,6 +152,7 @@ def claim_chain() -> Chain:
     return step_chain(**CLAIM_INPUTS, source="the worked budget")
 
 
+@memoised
 def checks() -> dict:
     ch = claim_chain()
     total = sum(v for _, v in parts(ch))
@@ -188,7 +189,7 @@ def figure_data(ch: Chain) -> dict:
                 predicted=as_float(ch["t_pred"], "s"))
 
 
-def what_changes(p) -> dict:
+def what_changes(p, ch: Chain) -> dict:
     base = _args(p)
     lo, hi = step_chain(**{**base, "mfu": 0.40}), step_chain(**{**base, "mfu": 0.60})
     pp8 = step_chain(**{**base, "pp": 8, "dp": 16})
@@ -197,9 +198,8 @@ def what_changes(p) -> dict:
             "wc-pp8-gap": duration(pp8["t_gap"])}
 
 
-def exercises(p) -> dict:
+def exercises(p, ch: Chain) -> dict:
     base = _args(p)
-    ch = compute(p)
     slow = step_chain(**{**base, "measured_step_s": 1.2 * as_float(ch["t_pred"], "s")})
     b200 = step_chain(**{**base, "gpu": "b200"})
     return {"ex1-factor": pct(0.2), "ex1-gap": duration(slow["t_gap"]), "ex1-share": pct(slow["g"]),

@@ -98,11 +98,6 @@ def compute(p) -> Chain:
                          p.price)
 
 
-def default_chain() -> Chain:
-
-    return compute(SPEC.check())
-
-
 # --- the claims -----------------------------------------------------------------------------------
 QUOTE_MINUTES = ("Full GPU utilization during a hang is the clue, because a spinning collective looks identical "
                  "to real work. The isolation order that finds the mismatched rank in minutes, a runnable "
@@ -110,11 +105,10 @@ QUOTE_MINUTES = ("Full GPU utilization during a hang is the clue, because a spin
 QUOTE_SECONDS = ("A hang is a collective that one rank never entered, and finding it means asking which rank is "
                  "missing rather than what is broken. The flight recorder that answers that in seconds, what to "
                  "do when it is not enabled, and the four causes that a missing rank turns out to be.")
-NCCL_DEFAULT_MINUTES = 10.0
 
 
 def claims() -> list[Claim]:
-    t_w = q(NCCL_DEFAULT_MINUTES, "minute")
+    t_w = q(SPEC.defaults()["timeout_minutes"], "minute")     # NCCL's default, the parameter's source
     return [
         Claim("minutes", quote=QUOTE_MINUTES, source="spec/001, paragraph on hangs and full GPU utilisation",
               claimed="in minutes", derived=f"the watchdog fires after {duration(t_w)}",
@@ -135,7 +129,6 @@ def claims() -> list[Claim]:
 
 def timeout_sweep(timeouts_min) -> dict:
     """Goodput and the dollars of one hang against the timeout, at the defaults."""
-
     p = SPEC.check()
     out = dict(timeout=list(timeouts_min), goodput=[], usd=[])
     for t in timeouts_min:
@@ -146,15 +139,14 @@ def timeout_sweep(timeouts_min) -> dict:
     return out
 
 
-def what_changes() -> dict:
-    base = default_chain()
+def what_changes(p, ch: Chain) -> dict:
+    base = ch
     return {"wc-goodput-gain": fmt((as_float(base["G_s"]) - as_float(base["G"])) * 100, digits=2) + " points",
             "wc-hang-saving": fmt(base["H"] - base["H_s"])}
 
 
-def exercises() -> dict:
-    """Worked answers: a job of half the GPUs; a hang at an hour's timeout; the timeout that costs a point."""
-
+def exercises(p, ch: Chain) -> dict:
+    """Worked answers on the defaults: a job of half the GPUs; a hang at an hour's timeout."""
     p = SPEC.check()
     half = goodput_chain(p.n_gpus // 2, p.interruptions_per_gpu_day, p.unplanned_fraction, p.hang_fraction,
                          p.checkpoint_minutes, p.restart_minutes, p.timeout_minutes, p.short_timeout_minutes,

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from utils import catalog
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
 from utils.models import n_layers, param_count
 from utils.params import Param, ParameterError, Result, Spec
 from utils.training import ZERO_STAGE_NAMES, ZERO_STAGES, flops_per_parameter_token, zero_bytes_per_param, zero_comm_volume
@@ -132,8 +132,7 @@ def architecture(m) -> dict:
 def plan(arch, bytes_per_param, gpu, gpus_per_node, hbm_usable, micro_batch_tokens, tokens_per_step,
          fleet_nodes, fabric, mfu, *, source="parameters cell") -> Chain:
     """Training state against node memory, then FSDP against pipeline across the nodes, as a Chain."""
-    acc = gpu if hasattr(gpu, "q") else catalog.accelerator(gpu)
-    link = fabric if hasattr(fabric, "q") else catalog.interconnect(fabric)
+    acc, link = catalog.accelerator(gpu), catalog.interconnect(fabric)
     for entry, field in ((acc, "hbm_capacity"), (acc, "bf16_dense"), (link, "bandwidth_unidirectional")):
         if field not in entry:
             raise ParameterError(f"{entry.key!r} has no {field} in the catalog")
@@ -215,9 +214,8 @@ def compute(p) -> Chain:
 
 
 # --- ZeRO stages: the model states per GPU, and what each stage adds to the wire ---------------------
-ZERO_FIGURE = ("Rajbhandari et al., ZeRO: Memory Optimizations Toward Training Trillion Parameter Models, SC20 "
-               "(arXiv:1910.02054), Figure 1: Psi = 7.5B, N_d = 64, K = 12; baseline 120GB, P_os 31.4GB, "
-               "P_os+g 16.6GB, P_os+g+p 1.9GB per device, read 2026-12-01")
+# Rajbhandari et al., ZeRO (SC20, arXiv:1910.02054), Figure 1, read 2026-12-01: Psi = 7.5B, N_d = 64, K = 12;
+# baseline 120GB, P_os 31.4GB, P_os+g 16.6GB, P_os+g+p 1.9GB per device.
 ZERO_PAPER = dict(n_params=7.5e9, dp_degree=64, k=12, printed={0: 120.0, 1: 31.4, 2: 16.6, 3: 1.9})
 ZERO_FORMULAS = {0: "(b_w + b_g + K_o)*N", 1: "(b_w + b_g)*N + K_o*N/N_d", 2: "b_w*N + (b_g + K_o)*N/N_d",
                  3: "(b_w + b_g + K_o)*N/N_d"}
@@ -314,9 +312,9 @@ def readings_table(p) -> list[tuple]:
 
 def layout(ch: Chain, gpu, fabric) -> tuple[list[tuple], object]:
     """Bytes per GPU per step for each axis, and their time on each link over the step's compute time."""
-    acc = gpu if hasattr(gpu, "q") else catalog.accelerator(gpu)
+    acc = catalog.accelerator(gpu)
     nvlink = acc.q("scaleup_bandwidth_unidirectional")
-    ib = (fabric if hasattr(fabric, "q") else catalog.interconnect(fabric)).q("bandwidth_unidirectional")
+    ib = catalog.interconnect(fabric).q("bandwidth_unidirectional")
     g, K, r = as_float(ch["g"]), as_float(ch["K"]), as_float(ch["r"])
     step_compute = (ch["c"] * ch["N_a"] * ch["T_n"] / (g * ch["R"] * ch["u"])).to("s")
     layer_acts = q(WIRE_BYTES, "byte/token") * ch["d"] * ch["T_n"]          # one layer's bf16 activations
@@ -410,6 +408,7 @@ def claim_plan() -> Chain:
                            **CLAIM_LAYOUT, source="the claim"))
 
 
+@memoised
 def checks() -> dict:
     """The check section's numbers: the claim's two figures, the break-even, the GiB reading, ZeRO's ratio."""
     c = claim_plan()
@@ -464,7 +463,7 @@ def _replica(p, **changes) -> Chain:
                 p.tokens_per_step, 10 ** 6, p.fabric, p.mfu)
 
 
-def what_changes(p) -> dict:
+def what_changes(p, ch: Chain) -> dict:
     lo, hi = min(READING_BYTES.values()), max(READING_BYTES.values())
     h200 = _replica(p, gpu=catalog.accelerator("h200"))
     b200 = _replica(p, gpu=catalog.accelerator("b200"))
