@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 from dataclasses import dataclass
 
 from utils import catalog
@@ -22,11 +23,18 @@ class ParameterError(ValueError):
 
 
 def _number(name: str, v) -> float:
+    """The value as a float, or one line: every chain computes in floats, so a number must be one a float
+    holds (an integer of 400 digits is not, and would overflow deep in a chain)."""
     if isinstance(v, bool) or not isinstance(v, numbers.Real):
         raise ParameterError(f"{name} must be a number, got {v!r}")
-    if not math.isfinite(v):
+    try:
+        f = float(v)
+    except OverflowError:
+        raise ParameterError(f"{name} must be at most {sys.float_info.max:.3g} (what a float holds), "
+                             f"got an integer of {int(int(v).bit_length() * math.log10(2)) + 1} digits") from None
+    if not math.isfinite(f):
         raise ParameterError(f"{name} must be finite, got {v!r}")
-    return float(v)
+    return f
 
 
 def positive(**values) -> None:

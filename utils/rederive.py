@@ -17,6 +17,7 @@ import ast
 import contextlib
 import json
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -68,6 +69,75 @@ def parse_sets(slug: str, sets: list[str]) -> dict[str, object]:
     return chosen
 
 
+def _install_hint(module: str) -> str:
+    """The command that installs `module`: the pyproject extra that lists it, else the book's own install."""
+    import tomllib
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    def names(reqs):
+        return {re.split(r"[<>=!~\[; ]", r, maxsplit=1)[0].strip().lower().replace("-", "_") for r in reqs}
+    for extra, reqs in project.get("optional-dependencies", {}).items():
+        if module.lower() in names(reqs):
+            return f"pip install -e '.[{extra}]'"
+    return "pip install -e ." if module.lower() in names(project.get("dependencies", [])) else f"pip install {module}"
+
+
+def _missing(slug: str, module: str) -> BadInput:
+    return BadInput(f"executing the {slug} page needs {module}, which is not installed here; "
+                    f"install it with {_install_hint(module)}")
+
+
+def _imports(tree: ast.AST) -> list[str]:
+    """The modules a cell or module imports when it runs: not those inside a function (run only if called)
+    nor those guarded by `except ImportError` (optional)."""
+    out = []
+    def visit(node):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            return
+        if isinstance(node, ast.Try) and any(
+                isinstance(h.type, ast.Name) and h.type.id in ("ImportError", "ModuleNotFoundError")
+                for h in node.handlers):
+            return
+        if isinstance(node, ast.Import):
+            out.extend(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0 and node.module != "__future__":
+            out.append(node.module)
+            out.extend(f"{node.module}.{a.name}" for a in node.names)   # a submodule, if there is one
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+    visit(tree)
+    return out
+
+
+def missing_module(path: Path) -> str | None:
+    """The first module the notebook at `path` imports (directly, or through the book's own modules at
+    their top level) that this environment cannot import: found before any kernel starts."""
+    import importlib.util
+
+    import nbformat
+    seen: set[str] = set()
+    def first_missing(names):
+        for name in names:
+            if name in seen:
+                continue
+            seen.add(name)
+            top = name.split(".")[0]
+            if top == "utils":
+                file = ROOT.joinpath(*name.split("."))
+                file = file / "__init__.py" if file.is_dir() else file.with_suffix(".py")
+                if file.is_file() and (hit := first_missing(_imports(ast.parse(file.read_text())))):
+                    return hit
+            elif importlib.util.find_spec(top) is None:
+                return top
+        return None
+    cells = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+    names = []
+    for source in cells:
+        code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!")))
+        with contextlib.suppress(SyntaxError):
+            names += _imports(ast.parse(code))
+    return first_missing(names)
+
+
 @contextlib.contextmanager
 def _quiet_stderr():
     """Send file descriptor 2 to /dev/null while the kernel runs: its start-up chatter must not turn a
@@ -89,6 +159,8 @@ def execute(slug: str, parameters: dict):
     import papermill
 
     path = notebook(slug)
+    if module := missing_module(path):
+        raise _missing(slug, module)
     os.environ.setdefault("MPLBACKEND", "Agg")
     os.environ["PYTHONDONTWRITEBYTECODE"] = "1"  # the kernel must not write into the repository
     with tempfile.TemporaryDirectory() as tmp, _quiet_stderr():
@@ -99,6 +171,9 @@ def execute(slug: str, parameters: dict):
         except papermill.PapermillExecutionError as e:
             if e.ename in _CHAPTER_ERRORS:
                 raise BadInput(str(e.evalue).strip().splitlines()[0]) from None
+            # A module missing deeper down (a helper the chapter runs in a subprocess): the same one line.
+            if hit := re.search(r"No module named '([\w.]+)'", f"{e.ename}: {e.evalue}"):
+                raise _missing(slug, hit.group(1).split(".")[0]) from None
             raise RuntimeError(f"{slug} failed: {e.ename}: {e.evalue}") from None
         return nbformat.read(out, as_version=4)
 
@@ -111,6 +186,15 @@ def _records(slug: str, derived: dict) -> dict:
         out[r.name] = ({"value": float(v.magnitude), "unit": "" if v.unitless else f"{v.units:~C}"}
                        if hasattr(v, "units") else {"value": float(v), "unit": ""})
     return out
+
+
+def _refuse_non_finite(slug: str, records: dict) -> None:
+    """A result that comes out NaN or infinite answers nothing: the inputs are refused, the number never printed."""
+    import math
+    for name, rec in records.items():
+        if not math.isfinite(rec["value"]):
+            raise BadInput(f"{slug}: {name} comes out {rec['value']} for these inputs; "
+                           "choose inputs for which every result is a finite number")
 
 
 def _table(slug: str, records: dict) -> str:
@@ -126,12 +210,15 @@ def _table(slug: str, records: dict) -> str:
     return "\n".join(f"{a:<{w0}}  {b:>{w1}}  ({c})" for a, b, c in rows)
 
 
-def _listing() -> str:
+def _listing(slug: str | None = None) -> str:
+    """Every chapter's parameters, or one chapter's (`--list SLUG`)."""
     from utils import catalog, chains
+    if slug is not None:
+        chains.module(slug)                               # an unknown chapter: one line, with a hint
     lines = []
-    for slug in chains.slugs():
-        lines.append(f"{slug} ({notebook(slug).parent.name})")
-        for p in chains.parameters(slug):
+    for one in [slug] if slug is not None else chains.slugs():
+        lines.append(f"{one} ({notebook(one).parent.name})")
+        for p in chains.parameters(one):
             unit = f" {p.unit}" if p.unit else ""
             keys = f" [valid: {', '.join(catalog.keys(p.check))}, or a file]" if p.check in ("model", "accelerator") \
                 else f" [valid: {', '.join(catalog.keys(p.check))}]" if p.is_key \
@@ -163,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     from utils.params import ParameterError
     try:
         if args.list:
-            print(_listing())
+            print(_listing(args.chapter))
             return 0
         if not args.chapter:
             raise BadInput("name a chapter, or use --list")
@@ -189,8 +276,12 @@ def main(argv: list[str] | None = None) -> int:
                         + " ".join(f"--set {s}" for s in args.set)).strip()
                 Path(args.html).write_text(render(nb, args.chapter, note))
         else:
-            records = _records(args.chapter, chains.extract(args.chapter,
-                                                            chains.module(args.chapter).compute(checked)))
+            try:
+                computed = chains.module(args.chapter).compute(checked)
+            except (ZeroDivisionError, OverflowError) as e:   # inputs the checks let through, a chain cannot take
+                raise BadInput(f"{args.chapter}: these inputs cannot be computed ({e})") from None
+            records = _records(args.chapter, chains.extract(args.chapter, computed))
+        _refuse_non_finite(args.chapter, records)
     except (BadInput, ParameterError, CatalogKeyError, CatalogFileError) as e:
         # A catalog value the chain needs that a reader's own file lacks is bad input too.
         print(f"error: {e}", file=sys.stderr)

@@ -83,6 +83,64 @@ def test_a_bad_config_names_its_problem(tmp_path, content, message):
         model_entry(path)
 
 
+LLAMA = json.loads((CONFIGS / "llama-3.1-8b.json").read_text())
+# Each fault a reader's config.json may hold (the Llama 3.1 8B config with one field changed) and what the one
+# line must say. json.dumps writes NaN and Infinity, which json.loads reads back: configs in the wild hold them.
+BAD_CONFIGS = {
+    "zero": ({"hidden_size": 0}, "hidden_size must be a whole number >= 1, got 0"),
+    "negative": ({"num_hidden_layers": -32}, "num_hidden_layers must be a whole number >= 1, got -32"),
+    "nan": ({"vocab_size": float("nan")}, "vocab_size must be a whole number >= 1, got nan"),
+    "infinite": ({"intermediate_size": float("inf")}, "intermediate_size must be a whole number >= 1, got inf"),
+    "huge": ({"hidden_size": 10 ** 400}, "hidden_size must be a whole number >= 1"),
+    "fractional": ({"num_attention_heads": 32.5}, "num_attention_heads must be a whole number"),
+    "text": ({"num_key_value_heads": "8"}, "num_key_value_heads must be a whole number >= 1, got '8'"),
+    "bool-count": ({"num_hidden_layers": True}, "num_hidden_layers must be a whole number >= 1, got True"),
+    "text-flag": ({"tie_word_embeddings": "false"}, "tie_word_embeddings must be true or false, got 'false'"),
+    "missing": ({"vocab_size": None}, "lacks 'vocab_size'"),
+    "narrow": ({"hidden_size": 16, "num_attention_heads": 32}, "narrower than its 32 heads"),
+    "negative-optional": ({"n_routed_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 1024,
+                           "n_shared_experts": -1}, "n_shared_experts must be a whole number >= 0, got -1"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CONFIGS))
+def test_each_bad_field_is_one_line_naming_file_and_field(tmp_path, case):
+    change, message = BAD_CONFIGS[case]
+    path = tmp_path / f"{case}.json"
+    path.write_text(json.dumps({**LLAMA, **change}))
+    with pytest.raises(CatalogFileError) as e:
+        model_entry(path)
+    line = str(e.value)
+    assert "\n" not in line and message in line and path.name in line, line
+
+
+@pytest.mark.parametrize("content, message", [
+    (bytes(range(256)) * 4, "config.json is not a text file"),
+    (b"[1, 2]", "config.json is not a config object"),
+    (json.dumps({"model_type": "llava", "text_config": [4096]}).encode(), "text_config must be an object"),
+])
+def test_a_file_that_is_not_a_config_is_refused(tmp_path, content, message):
+    path = tmp_path / "config.json"
+    path.write_bytes(content)
+    with pytest.raises(CatalogFileError, match=message):
+        model_entry(path)
+
+
+def test_a_config_is_named_after_its_model_not_its_folder(tmp_path):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "config.json").write_text(json.dumps({k: v for k, v in LLAMA.items() if k != "_name_or_path"}))
+    m = model_entry(mine / "config.json")
+    assert m.name == f"llama {param_count(m)['total'].m / 1e9:.3g}B" and "mine" not in m.name
+    (mine / "config.json").write_text(json.dumps(LLAMA))
+    assert model_entry(mine / "config.json").name == "meta-llama/Llama-3.1-8B"
+
+
+def test_a_count_is_never_stored_as_the_published_figure():
+    m = model_entry(CONFIGS / "llama-3.1-8b.json")
+    assert "params_total" not in m and "params_active" not in m and param_count(m)["total"].m > 0
+
+
 def test_a_bad_config_is_one_line_and_exit_2_from_rederive(tmp_path):
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"hidden_size": 4096, "num_attention_heads": 32, "vocab_size": 32000}))
@@ -90,6 +148,11 @@ def test_a_bad_config_is_one_line_and_exit_2_from_rederive(tmp_path):
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
     assert "lacks 'num_hidden_layers'" in r.stderr and "Traceback" not in r.stderr
+    path.write_text(json.dumps({**LLAMA, "hidden_size": -4096}))
+    r = subprocess.run([sys.executable, "-m", "utils.rederive", "kv-cache-per-sequence", "--set", f"model={path}"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and r.stdout == "" and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.strip() == "error: model: config.json: hidden_size must be a whole number >= 1, got -4096"
 
 
 def test_config_files_rederive_the_kv_and_moe_chapters():

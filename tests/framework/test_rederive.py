@@ -1,6 +1,7 @@
 """The re-derive command, end to end: results for other inputs, and one clean line for bad input."""
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -113,3 +114,71 @@ def test_impossible_inputs_to_flagship_chapters_exit_2(slug, sets, message):
     assert r.returncode == 2, (r.returncode, r.stderr)
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0] and "Traceback" not in r.stderr, r.stderr
+
+
+def test_list_of_one_chapter_shows_its_parameters_only():
+    from utils import chains
+    r = rederive("--list", "six-nd")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[0] == "six-nd (training)"
+    assert len(r.stdout.splitlines()) == 1 + len(chains.parameters("six-nd"))
+    r = rederive("--list", "six-n")
+    assert r.returncode == 2 and r.stdout == "" and len(r.stderr.strip().splitlines()) == 1
+    assert "did you mean 'six-nd'" in r.stderr
+
+
+@pytest.mark.parametrize("sets, message", [
+    (["n_tokens=1" + "0" * 400], "n_tokens must be at most 1.8e+308 (what a float holds), got an integer of 401 digits"),
+    (["n_tokens=1e308", "model=llama-3-405b"], "six-nd: train_flops comes out inf for these inputs"),
+])
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+def test_numbers_no_float_holds_are_refused_in_one_line(sets, message, json_flag):
+    r = rederive("six-nd", *[a for s in sets for a in ("--set", s)], *json_flag)
+    assert r.returncode == 2 and r.stdout == "", (r.returncode, r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], r.stderr
+
+
+def test_a_page_that_needs_torch_says_what_to_install(tmp_path):
+    """In the environment `make book` makes (no torch): one line naming torch and the install command, found
+    from the notebook's imports before any kernel starts."""
+    (tmp_path / "sitecustomize.py").write_text("import sys\nsys.modules['torch'] = None\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    slug = "attention-traffic"
+    assert "import torch" in (ROOT / "chapters" / "kernels" / f"{slug}.ipynb").read_text()
+    before = tree_state()
+    for flag in (["--notebook"], ["--html", str(tmp_path / "page.html")]):
+        r = subprocess.run([sys.executable, "-m", "utils.rederive", slug, *flag], cwd=ROOT, env=env,
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and r.stdout == "", (r.returncode, r.stderr)
+        assert r.stderr.strip().splitlines() == [
+            f"error: executing the {slug} page needs torch, which is not installed here; "
+            "install it with pip install -e '.[test]'"]
+    assert not (tmp_path / "page.html").exists() and tree_state() == before
+
+
+def _section(text: str, start: str, end: str) -> str:
+    i = text.index(start) + len(start)
+    return text[i:].split(end)[0]
+
+
+@pytest.mark.parametrize("slug", ["six-nd", "fleet-size"])
+def test_the_page_keeps_every_exercise_with_its_answer_folded(slug):
+    """The re-derived page renders the executed notebook; rendered here from the committed one (the same cells),
+    so no kernel runs: every exercise (a paragraph that opens in bold) and every answer survive, each answer
+    folded and not empty, and no MyST role is left raw."""
+    import nbformat
+
+    from utils.rederive import notebook
+    from utils.tools.page_html import render
+    nb = nbformat.read(notebook(slug), as_version=4)
+    md = _section("\n".join(c.source for c in nb.cells if c.cell_type == "markdown"), "## Exercises", "\n## ")
+    exercises = len(re.findall(r"(?:^|\n\n)\*\*", md))
+    answers = len(re.findall(r"^:::\{admonition\}", md, re.M))
+    assert exercises >= 2 and answers == exercises
+    page = render(nb, slug, "note")
+    html = _section(page, "<h2>Exercises</h2>", "<h2>")
+    folded = re.findall(r"<details><summary>Answer</summary>(.*?)</details>", html, re.S)
+    assert len(folded) == answers and all("<p>" in a for a in folded), "an answer lost or empty"
+    assert len(re.findall(r"<p><strong>", re.sub(r"<details>.*?</details>", "", html, flags=re.S))) == exercises
+    assert not re.search(r"\{(?:glue|term|ref|numref|cite)[^}]*\}`", page), "a MyST role left raw"

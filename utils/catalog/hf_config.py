@@ -18,10 +18,12 @@ The book's model fields (utils/catalog/models.toml) are the config's, renamed; t
     OPT (opt): ffn_dim -> d_ff of a two-matrix ReLU MLP, biases (enable_bias), LayerNorm, a learned position
              table of max_position_embeddings + 2 rows, tied embeddings unless the config says otherwise
 
-Parameter counts are then computed by utils.models from these fields, exactly as for a catalog model,
-and stored as params_total and params_active. A config that lacks a field the counts need raises
-CatalogFileError naming the field. Not counted: Qwen3's per-head q/k norms (2 x head_dim per layer)
-and Qwen2-MoE's shared-expert gate (d_model per layer), a few parameters per million.
+Parameter counts are then computed by utils.models from these fields, exactly as for a catalog model.
+Every field is checked like a parameter: a count is a whole number >= 1 (>= 0 where zero means none), a
+flag is true or false; a config that lacks a field the counts need, or holds one of the wrong type or
+sign, raises CatalogFileError of one line naming the file and the field. Not counted: Qwen3's per-head
+q/k norms (2 x head_dim per layer) and Qwen2-MoE's shared-expert gate (d_model per layer), a few
+parameters per million.
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ import json
 from pathlib import Path
 
 from utils.catalog.entries import CatalogFileError, Entry, Source, Value
+from utils.catalog.specfile import _text
 from utils.units import Q_
 
 _REQUIRED = {"hidden_size": "d_model", "num_hidden_layers": "n_layers", "num_attention_heads": "n_heads",
@@ -38,22 +41,47 @@ _REQUIRED = {"hidden_size": "d_model", "num_hidden_layers": "n_layers", "num_att
 
 def _read(path: Path) -> dict:
     try:
-        cfg = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError) as e:
-        raise CatalogFileError(f"cannot read {path}: {e}") from None
+        cfg = json.loads(_text(path))
     except json.JSONDecodeError as e:
         raise CatalogFileError(f"{path.name} is not valid JSON (line {e.lineno}): {e.msg}") from None
     if not isinstance(cfg, dict):
-        raise CatalogFileError(f"{path.name} is not a config object")
-    return cfg.get("text_config", cfg) if "hidden_size" not in cfg else cfg
+        raise CatalogFileError(f"{path.name} is not a config object (expected {{...}}, got a {type(cfg).__name__})")
+    if "hidden_size" in cfg or "text_config" not in cfg:
+        return cfg
+    text = cfg["text_config"]                 # a multimodal model: its language model's config
+    if not isinstance(text, dict):
+        raise CatalogFileError(f"{path.name}: text_config must be an object with the language model's fields, "
+                               f"got {text!r}")
+    return text
+
+
+_LARGEST = 2 ** 53                            # the largest whole number a float holds exactly
+
+
+def _whole(cfg: dict, field: str, path: Path, minimum: int) -> int:
+    v = cfg[field]
+    if isinstance(v, bool) or not isinstance(v, int) or not minimum <= v <= _LARGEST:
+        raise CatalogFileError(f"{path.name}: {field} must be a whole number >= {minimum}, got {v!r}")
+    return v
 
 
 def _need(cfg: dict, field: str, path: Path, why: str) -> int:
     if field not in cfg or cfg[field] is None:
         raise CatalogFileError(f"{path.name} lacks {field!r}, which the book needs for {why}")
-    v = cfg[field]
-    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-        raise CatalogFileError(f"{path.name}: {field} must be a whole number, got {v!r}")
+    return _whole(cfg, field, path, 1)
+
+
+def _optional(cfg: dict, field: str, path: Path, default: int = 0) -> int:
+    """A count that may be absent, null or zero (no shared experts, no low-rank query)."""
+    return default if cfg.get(field) is None else _whole(cfg, field, path, 0)
+
+
+def _flag(cfg: dict, field: str, path: Path, default: bool) -> bool:
+    v = cfg.get(field)
+    if v is None:
+        return default
+    if not isinstance(v, bool):
+        raise CatalogFileError(f"{path.name}: {field} must be true or false, got {v!r}")
     return v
 
 
@@ -63,9 +91,12 @@ def fields(cfg: dict, path: Path) -> dict:
     h = out["n_heads"]
     out["n_kv_heads"] = _need(cfg, "num_key_value_heads", path, "the KV cache") \
         if "num_key_value_heads" in cfg and cfg["num_key_value_heads"] is not None else h
-    out["head_dim"] = _need(cfg, "head_dim", path, "the head width") if cfg.get("head_dim") else out["d_model"] // h
-    out["tied_embeddings"] = bool(cfg.get("tie_word_embeddings", False))
-    if cfg.get("max_position_embeddings"):
+    out["head_dim"] = _need(cfg, "head_dim", path, "the head width") if cfg.get("head_dim") is not None \
+        else out["d_model"] // h
+    if out["head_dim"] < 1:
+        raise CatalogFileError(f"{path.name}: hidden_size {out['d_model']} is narrower than its {h} heads")
+    out["tied_embeddings"] = _flag(cfg, "tie_word_embeddings", path, False)
+    if cfg.get("max_position_embeddings") is not None:
         out["max_context"] = _need(cfg, "max_position_embeddings", path, "the context")
     dtype = cfg.get("torch_dtype") or cfg.get("dtype")
     if isinstance(dtype, str) and dtype:
@@ -73,18 +104,18 @@ def fields(cfg: dict, path: Path) -> dict:
     elif (cfg.get("quantization_config") or {}).get("quant_method") == "fp8":
         out["weights_dtype"] = "fp8"
     kind = str(cfg.get("model_type", ""))
-    if kind == "qwen2" or cfg.get("attention_bias"):
+    if kind == "qwen2" or _flag(cfg, "attention_bias", path, False):
         out["qkv_bias"] = True
     if "kv_lora_rank" in cfg and cfg["kv_lora_rank"]:                    # multi-head latent attention
         for f in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
             out[f] = _need(cfg, f, path, "multi-head latent attention")
-        out["q_lora_rank"] = cfg.get("q_lora_rank") or 0
+        out["q_lora_rank"] = _optional(cfg, "q_lora_rank", path)
     if "n_routed_experts" in cfg and cfg["n_routed_experts"]:            # DeepSeek-V3, Kimi K2
         out["n_routed_experts"] = _need(cfg, "n_routed_experts", path, "the experts")
-        out["n_shared_experts"] = cfg.get("n_shared_experts") or 0
+        out["n_shared_experts"] = _optional(cfg, "n_shared_experts", path)
         out["n_experts_per_token"] = _need(cfg, "num_experts_per_tok", path, "the active experts")
         out["moe_d_ff"] = _need(cfg, "moe_intermediate_size", path, "the expert width")
-        out["n_dense_layers"] = cfg.get("first_k_dense_replace") or 0
+        out["n_dense_layers"] = _optional(cfg, "first_k_dense_replace", path)
         out["d_ff"] = _need(cfg, "intermediate_size", path, "the dense FFN layers")
     elif "num_local_experts" in cfg:                                     # Mixtral
         out["n_routed_experts"] = _need(cfg, "num_local_experts", path, "the experts")
@@ -95,44 +126,61 @@ def fields(cfg: dict, path: Path) -> dict:
         out["n_routed_experts"] = _need(cfg, "num_experts", path, "the experts")
         out["n_experts_per_token"] = _need(cfg, "num_experts_per_tok", path, "the active experts")
         out["moe_d_ff"] = _need(cfg, "moe_intermediate_size", path, "the expert width")
-        shared = cfg.get("shared_expert_intermediate_size") or 0
+        shared = _optional(cfg, "shared_expert_intermediate_size", path)
         if shared and shared % out["moe_d_ff"] != 0:
             raise CatalogFileError(f"{path.name}: a shared expert of {shared} is not a whole number of experts")
         out["n_shared_experts"] = shared // out["moe_d_ff"] if shared else 0
         out["n_dense_layers"], out["router_bias"] = 0, False
-        out["d_ff"] = cfg.get("intermediate_size") or out["moe_d_ff"]
+        out["d_ff"] = _need(cfg, "intermediate_size", path, "the FFN") if cfg.get("intermediate_size") else out["moe_d_ff"]
     elif kind == "opt":                                                   # OPT: a ReLU MLP of ffn_dim
         out["d_ff"] = _need(cfg, "ffn_dim", path, "the FFN")
         out["ffn_matrices"] = 2
-        bias = bool(cfg.get("enable_bias", True))
+        bias = _flag(cfg, "enable_bias", path, True)
         out.update(qkv_bias=bias, o_bias=bias, mlp_bias=bias, norm_bias=True)
         # OPTLearnedPositionalEmbedding keeps 2 rows beyond max_position_embeddings
         out["learned_positions"] = _need(cfg, "max_position_embeddings", path, "the position table") + 2
-        out["tied_embeddings"] = bool(cfg.get("tie_word_embeddings", True))
+        out["tied_embeddings"] = _flag(cfg, "tie_word_embeddings", path, True)
     else:
         out["d_ff"] = _need(cfg, "intermediate_size", path, "the FFN")
     if kind == "gpt_oss":   # biases on q, k, v, o, the experts and the router; a sink logit per head
         out.update(qkv_bias=True, o_bias=True, mlp_bias=True, router_bias=True, attention_sinks=True)
-        sliding = [t for t in cfg.get("layer_types") or [] if t == "sliding_attention"]
+        types = cfg.get("layer_types") or []
+        if not isinstance(types, list):
+            raise CatalogFileError(f"{path.name}: layer_types must be a list, got {types!r}")
+        sliding = [t for t in types if t == "sliding_attention"]
         if sliding and cfg.get("sliding_window"):
             out["n_sliding_layers"] = len(sliding)
             out["sliding_window"] = _need(cfg, "sliding_window", path, "the sliding window")
     return out
 
 
+def _size(n: float) -> str:
+    """A parameter count as a model's name gives it: 8.03B, 1.03T, 125M."""
+    scale, letter = next(((s, x) for s, x in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K"))
+                          if n >= s), (1, ""))
+    return f"{n / scale:.3g}{letter}"
+
+
 def model_entry(path: Path) -> Entry:
-    """The config at `path` as a catalog model Entry, with params_total and params_active counted."""
+    """The config at `path` as a catalog model Entry, named after the model: the config's _name_or_path,
+    else its model_type and its counted size (never the folder the reader keeps it in). It holds no
+    params_total or params_active: those are a model's published figures, and a count stored under their
+    names would let a chapter compare the count with itself (utils.models.param_count counts it)."""
+    import math
+
     from utils.models import param_count
     cfg = _read(path)
-    name = str(cfg.get("_name_or_path") or path.parent.name or path.stem)
     read = _dt.date.fromtimestamp(path.stat().st_mtime).isoformat()
-    src = Source("config-file", f"{name} config.json ({path})", path.resolve().as_uri(), read)
+    src = Source("config-file", f"{path.name} ({path})", path.resolve().as_uri(), read)
     note = "from the config.json the reader gave"
     values = {k: Value(k, v if isinstance(v, (bool, str)) else Q_(v, ""), src, "spec", note)
               for k, v in fields(cfg, path).items()}
-    entry = Entry("model", str(path), name, values)
-    counts = param_count(entry)
-    counted = "counted from the configuration by utils.models.param_count"
-    for k, field_name in (("total", "params_total"), ("active", "params_active")):
-        values[field_name] = Value(field_name, counts[k], src, "spec", counted)
+    counts = param_count(Entry("model", str(path), path.stem, values))
+    if not all(math.isfinite(float(q.m)) for q in counts.values()):
+        raise CatalogFileError(f"{path.name}: its fields give a parameter count no float holds")
+    given = cfg.get("_name_or_path")
+    name = given if isinstance(given, str) and given.strip() else \
+        f"{cfg.get('model_type') or 'model'} {_size(float(counts['total'].m))}"
+    src = Source("config-file", f"{name} config.json ({path})", src.url, read)
+    values = {k: Value(k, v.q, src, v.kind, v.note) for k, v in values.items()}
     return Entry("model", str(path), name, values, notes="read from a config.json")

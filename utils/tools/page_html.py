@@ -11,15 +11,19 @@ import html
 import re
 from pathlib import Path
 
+import nbformat
 from markdown_it import MarkdownIt
 
-from utils.tools.book_index import glue_texts
+from utils.tools.book_index import ROOT, glue_texts
 
 GLUE = re.compile(r"\{glue(?::\w+)?\}`([^`:]+)(?::[^`]*)?`")
-ROLE = re.compile(r"\{(?:ref|numref|doc)\}`([^`<]*?)(?:\s*<[^>]+>)?`")
+# {ref}`text <label>`, {term}`KV cache <KV cache>`, {ref}`label`: the text, else the label's heading
+ROLE = re.compile(r"\{(ref|numref|doc|term)\}`([^`<]*?)\s*(?:<([^>`]+)>)?`")
 CITE = re.compile(r"\{cite(?::\w+)?\}`([^`]+)`")
-LABEL = re.compile(r"^\([\w-]+\)=\s*$", re.M)
-ADMONITION = re.compile(r"^:::\{admonition\}\s*(.*?)\n(?::class:.*\n)?(.*?)^:::\s*$", re.M | re.S)
+LABEL = re.compile(r"^\(([\w-]+)\)=\s*$", re.M)
+HEADED = re.compile(r"^\(([\w-]+)\)=\s*\n+#+\s+(.+)$", re.M)
+# One answer: the title on the directive's own line, options (:class: dropdown) one per line, the body.
+ADMONITION = re.compile(r"^:::\{admonition\}[ \t]*([^\n]*)\n((?::\w+:[^\n]*\n)*)(.*?)^:::[ \t]*$", re.M | re.S)
 _MATHJAX = ("sphinx-mathjax-offline", "static", "mathjax", "tex-svg.js")
 
 
@@ -34,23 +38,39 @@ def _protect_math(text: str) -> tuple[str, list[str]]:
     return re.sub(r"\$[^$\n]+\$", keep, text), saved
 
 
-def _markdown(md: MarkdownIt, text: str, glue: dict) -> str:
+def _heading(label: str, labels: dict) -> str:
+    """A {ref} without text shows its target's heading: this page's, a chapter's, or a book page's."""
+    if label not in labels:
+        pages = [*ROOT.glob(f"chapters/*/{label}.ipynb"), *ROOT.glob("book/*.md")]
+        for page in pages:
+            text = page.read_text()
+            if page.suffix == ".ipynb":
+                text = "\n".join(c.source for c in nbformat.reads(text, as_version=4).cells if c.cell_type == "markdown")
+            labels.update({k: v for k, v in HEADED.findall(text) if k not in labels})
+            if label in labels:
+                break
+    return labels.get(label, label)
+
+
+def _markdown(md: MarkdownIt, text: str, glue: dict, labels: dict) -> str:
     text = GLUE.sub(lambda m: glue.get(m.group(1).strip(), m.group(0)), text)
-    text = ROLE.sub(lambda m: m.group(1).strip() or "", text)
+    text = ROLE.sub(lambda m: _heading(m.group(2).strip(), labels) if m.group(1) != "term" and not m.group(3)
+                    else m.group(2).strip(), text)
     text = CITE.sub(lambda m: f"[{m.group(1)}]", text)
     text = LABEL.sub("", text)
     text, math = _protect_math(text)
     parts, last = [], 0
     for m in ADMONITION.finditer(text):       # answers stay hidden until opened, as on the site
         parts.append(md.render(text[last:m.start()]))
-        parts.append(f"<details><summary>{html.escape(m.group(1))}</summary>{md.render(m.group(2))}</details>")
+        summary = html.escape(m.group(1).strip() or "Answer")
+        parts.append(f"<details><summary>{summary}</summary>{md.render(m.group(3))}</details>")
         last = m.end()
     parts.append(md.render(text[last:]))
     out = "".join(parts)
     return re.sub(r"MATH(\d+)END", lambda m: html.escape(math[int(m.group(1))]), out)
 
 
-def _outputs(md: MarkdownIt, cell) -> str:
+def _outputs(md: MarkdownIt, cell, glue: dict, labels: dict) -> str:
     out = []
     for o in cell.get("outputs", []):
         data = o.get("data", {})
@@ -59,7 +79,7 @@ def _outputs(md: MarkdownIt, cell) -> str:
         elif "image/png" in data:
             out.append(f'<img alt="figure" src="data:image/png;base64,{data["image/png"]}">')
         elif "text/markdown" in data:
-            out.append(_markdown(md, data["text/markdown"], {}))
+            out.append(_markdown(md, data["text/markdown"], glue, labels))
         elif "text/html" in data:
             out.append(data["text/html"])
         elif "text/plain" in data and not any(k.startswith("application/") for k in data):
@@ -71,18 +91,19 @@ def render(nb, title: str, note: str) -> str:
     import sysconfig
     md = MarkdownIt("commonmark", {"html": True}).enable("table")
     glue = glue_texts(nb)
+    labels = dict(HEADED.findall("\n".join(c.source for c in nb.cells if c.cell_type == "markdown")))
     body = [f'<p class="note">{html.escape(note)}</p>']
     for cell in nb.cells:
         tags = set(cell.get("metadata", {}).get("tags", []))
         if "remove-cell" in tags:
             continue
         if cell.cell_type == "markdown":
-            body.append(_markdown(md, cell.source, glue))
+            body.append(_markdown(md, cell.source, glue, labels))
             continue
         if "remove-input" not in tags and "hide-input" not in tags:
             body.append(f"<pre class='input'>{html.escape(cell.source)}</pre>")
         if "remove-output" not in tags:
-            body.append(_outputs(md, cell))
+            body.append(_outputs(md, cell, glue, labels))
     mathjax = Path(sysconfig.get_paths()["purelib"]).joinpath(*_MATHJAX)
     script = mathjax.read_text() if mathjax.exists() else ""
     css = ("body{max-width:52em;margin:2em auto;font:16px/1.5 system-ui,sans-serif;padding:0 1em}"
