@@ -53,5 +53,13 @@ def test_costs_grow_with_their_rates_and_the_volume():
 
 
 def test_pricing_each_event_separately_loses_what_pricing_the_line_keeps():
-    ex = chapter.exercises()
+    p = chapter.SPEC.check()
+    ex = chapter.exercises(p, chapter.compute(p))
     assert ex["ex1-amount"] == "$5.00" and ex["ex1-sum"] == "$0.00"
+
+
+def test_the_yearly_drop_cost_follows_the_page_volume():
+    p = chapter.SPEC.check(requests_per_day=1e8)
+    ex = chapter.exercises(p, chapter.compute(p))
+    base = chapter.SPEC.check()
+    assert ex["ex2-usd"] != chapter.exercises(base, chapter.compute(base))["ex2-usd"]

@@ -55,3 +55,10 @@ def test_borrowing_never_loses_to_quotas_and_higher_caps_never_idle_more(seed):
 def test_a_lighter_load_leaves_quotas_further_behind():
     lo, hi = (chains.derive("gpu-credit-ledger", load=x) for x in (0.8, 1.5))
     assert lo["util_borrowing"] - lo["util_static"] > 0 and hi["util_borrowing"] > lo["util_borrowing"]
+
+
+def test_the_chain_carries_its_day_and_the_exercise_reads_the_fleet():
+    p = chapter.SPEC.check(gpus=1024, hours=48)
+    ch = chapter.compute(p)
+    assert len(ch.data["day"]) == len(ch.data["run"]["borrow"]) == 48
+    assert chapter.exercises(p, ch)["ex3-day"].m == 1024 * 24

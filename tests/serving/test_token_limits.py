@@ -179,7 +179,7 @@ def test_redis_scripts_per_second(redis_server, capsys):
             lim.admit("bench", "m", f"s{i}", 10, 10)
         sequential = n / (time.perf_counter() - t0)
         sha = lim._sha["admit"]
-        cmds = [("EVALSHA", sha, 2, "tl:{bench:m}", f"tl:{{bench:m}}:r:p{i}", *lim._args(20.0, 10.0))
+        cmds = [("EVALSHA", sha, 2, "tl:{bench:m}", f"tl:{{bench:m}}:r:p{i}", *lim._args(20.0, 10.0, lim.limits.reservation_ms()))
                 for i in range(n)]
         t0 = time.perf_counter()
         for k in range(0, n, 500):

@@ -4,12 +4,11 @@ pipeline of utils.fleet.billing, where the reconciliation against the engines' c
 """
 from __future__ import annotations
 
-import functools
 import os
 import tempfile
 from decimal import Decimal
 
-from utils.chain import Chain
+from utils.chain import Chain, memoised
 from utils.fleet import billing as bl
 from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, pct, q
@@ -51,29 +50,27 @@ def validate(p):
         raise ParameterError("requests_per_day x tokens_per_request x days must be at most 1e18 tokens")
 
 
-def billing_chain(R, n, price, days, dup, drop, retry, late, source="parameters cell") -> Chain:
+def compute(p) -> Chain:
+    # The page cites every input as the parameters cell, defaults included (SPEC.source would change the table).
+    source = "parameters cell"
     ch = Chain("A month of token billing, and what each fault costs")
-    ch.given("R", q(R, "request/day"), "requests a day", kind="assumption", source=source)
-    ch.given("n", q(n, "token/request"), "billable tokens per request", kind="assumption", source=source)
-    ch.given("t", q(days, "day"), "billing month", kind="assumption", source=source)
-    ch.given("p", q(price, "USD/Mtoken"), "price per million tokens", kind="assumption", source=source)
+    ch.given("R", q(p.requests_per_day, "request/day"), "requests a day", kind="assumption", source=source)
+    ch.given("n", q(p.tokens_per_request, "token/request"), "billable tokens per request", kind="assumption",
+             source=source)
+    ch.given("t", q(p.days, "day"), "billing month", kind="assumption", source=source)
+    ch.given("p", q(p.price_per_mtok, "USD/Mtoken"), "price per million tokens", kind="assumption", source=source)
     ch.step("T", "R*n*t", "token", "tokens in the month")
     ch.step("B", "p*T", "USD", "the month's invoices")
-    ch.given("d", dup, "redelivered share", kind="assumption", source=source)
-    ch.given("r_drop", drop, "dropped share", kind="assumption", source=source)
-    ch.given("r_retry", retry, "retried share", kind="assumption", source=source)
-    ch.given("r_late", late, "late share", kind="assumption", source=source)
+    ch.given("d", p.duplicate_rate, "redelivered share", kind="assumption", source=source)
+    ch.given("r_drop", p.drop_rate, "dropped share", kind="assumption", source=source)
+    ch.given("r_retry", p.retry_share, "retried share", kind="assumption", source=source)
+    ch.given("r_late", p.late_share, "late share", kind="assumption", source=source)
     ch.step("L_dup", "d*B", "USD", "duplicates billed twice without the key")
     ch.step("L_drop", "r_drop*B", "USD", "drops never billed without the replay")
     ch.step("L_retry", "r_retry*B", "USD", "retried attempts billed too (each ran in full)")
     ch.step("L_double", "B", "USD", "the gateway's copy added: the whole bill again")
     ch.step("L_late", "r_late*B", "USD", "late usage billed a month later (lost if discarded)")
     return ch
-
-
-def compute(p) -> Chain:
-    return billing_chain(p.requests_per_day, p.tokens_per_request, p.price_per_mtok, p.days, p.duplicate_rate,
-                         p.drop_rate, p.retry_share, p.late_share)
 
 
 # --- the pipeline, run: one fault at a time ---------------------------------------------------------------
@@ -92,7 +89,7 @@ DEFENCE = {"duplicates": "the event key as PRIMARY KEY, INSERT OR IGNORE",
            "double-count": "one source of tokens: engine tokens joined to the gateway's delivered attempt"}
 
 
-@functools.lru_cache(maxsize=1)
+@memoised
 def checks() -> dict:
     """Every fault on a fresh SQLite file, with and without its defence."""
     with tempfile.TemporaryDirectory() as d:
@@ -174,26 +171,37 @@ def cost_bars(ch: Chain) -> dict:
     return {label: float(ch[k].m) for k, label in names.items()}
 
 
-def what_changes(p) -> dict:
-    ch = compute(p)
+def what_changes(p, ch: Chain) -> dict:
     B = float(ch["B"].m)
-    bump = billing_chain(p.requests_per_day, p.tokens_per_request, p.price_per_mtok, p.days, p.duplicate_rate,
-                         p.drop_rate, 0.05, p.late_share)
+    bump = compute(p.replace(retry_share=0.05))
     return {"wc-bill": fmt(B, "USD"), "wc-retry": pct(0.05), "wc-retry-usd": fmt(float(bump["L_retry"].m), "USD"),
             "wc-drop-usd": fmt(float(ch["L_drop"].m), "USD"), "wc-dup-usd": fmt(float(ch["L_dup"].m), "USD"),
             "wc-double-usd": fmt(float(ch["L_double"].m), "USD")}
 
 
-def exercises() -> dict:
+def exercises(p, ch: Chain) -> dict:
     tok = 2_000_001
     price = Decimal("2.50")
     one = bl.money(tok, price)
     per_event = [bl.money(1000, price)] * 2000 + [bl.money(1, price)]
-    R, n = 50e6, 1000.0
     return {"ex1-tok": f"{tok:,}", "ex1-price": f"${price}", "ex1-amount": f"${one}",
             "ex1-events": "2,001", "ex1-sum": f"${sum(per_event, Decimal('0.00'))}",
-            "ex2-rate": pct(0.0005), "ex2-usd": fmt(0.0005 * R * n * 30 * 2.5 / 1e6 * 12, "USD"),
+            "ex2-rate": pct(0.0005), "ex2-usd": fmt(0.0005 * float(ch["B"].to("USD").m) * 12, "USD"),
             "ex3-skew": "2 h", "ex3-bound": "5 min"}
+
+
+@memoised   # deterministic counts: the page and the tests share them
+def contract_checks() -> dict:
+    """The mechanism's contract, run small and in-process: {scenarios, held}. The scenarios:
+    invalid events, a key reused with other usage, an event stamped at the epoch.
+    The full set, with processes killed mid-operation, is tests/fleet/test_billing_adversarial.py."""
+    with tempfile.TemporaryDirectory() as d:
+        return bl.contract_scenarios(os.path.join(d, "contract.db"))
+
+
+def contract_text() -> dict:
+    ck = contract_checks()
+    return {"contract-scenarios": f"{ck['scenarios']:,}", "contract-held": f"{ck['held']:,}"}
 
 
 SPEC = Spec("billing-pipeline", PARAMETERS, RESULTS, compute, validate=validate)

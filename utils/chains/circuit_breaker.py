@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from utils.chain import Chain
+from utils.chain import Chain, memoised
 from utils.components.circuit_breaker import (
     CLOSED,
     HALF_OPEN,
@@ -140,7 +140,8 @@ def rule_numbers(p) -> dict:
                 union=min(1.0, checks * tail_h))
 
 
-def compute(p) -> dict:
+def compute(p) -> Chain:
+    """The chain; the seeded run and the two rules' probabilities ride along in ch.data ("run", "nums")."""
     r, nums = run(p), rule_numbers(p)
     k = int(p.consecutive_k)
     ch = Chain("Rate over a window against k in a row, and the retry multiplier")
@@ -182,8 +183,8 @@ def compute(p) -> dict:
              source="parameters cell")
     ch.given("T_open", q(p.open_timeout_s, "s"), "open timeout", kind="assumption", source="parameters cell")
     ch.step("s_probe", "n_probe/T_open/(R/lamda)", "", "an open breaker's load, share of full capacity")
-    out = {name: ch[name] for name in ("t_open", "H_rate", "P_k_h", "P_k_d", "M", "O", "O_0", "s_probe")}
-    return {**out, "chain": ch, "run": r, "nums": nums}
+    ch.data["run"], ch.data["nums"] = r, nums
+    return ch
 
 
 # --- the claims -----------------------------------------------------------------------------------
@@ -207,10 +208,16 @@ def k_bounds(nums: dict) -> dict:
                 both=[k for k in detect if k in quiet])
 
 
+@memoised                         # the seeded run is deterministic: the page and the claims share one
+def checks() -> dict:
+    """The claims' chain, on the claims' own inputs."""
+    return dict(chain=compute(claim_inputs()))
+
+
 def claims() -> list[Claim]:
     p = claim_inputs()
-    ch = compute(p)
-    nums, r = ch["nums"], ch["run"]
+    ch = checks()["chain"]
+    nums, r = ch.data["nums"], ch.data["run"]
     kb = k_bounds(nums)
     union, miss = nums["union"], nums["miss"]
     rate_ok = union <= FALSE_TARGET and miss <= 1 - DETECT_TARGET and r["false_trips"] == 0
@@ -325,9 +332,8 @@ def case_rows() -> list[list[str]]:
     return rows
 
 
-def what_changes(p) -> dict:
-    nums = rule_numbers(p)
-    kb = k_bounds(nums)
+def what_changes(p, ch: Chain) -> dict:
+    kb = k_bounds(ch.data["nums"])
     slow = rule_numbers(p.replace(request_rate=1.0))
     kb_slow = k_bounds(slow)
     two = float((1 + p.retries) ** 2)
@@ -339,7 +345,7 @@ def what_changes(p) -> dict:
             "wc-window": duration(p.window_s)}
 
 
-def exercises(p) -> dict:
+def exercises(p, ch: Chain) -> dict:
     n_h = int(p.request_rate * HOUR)
     k_ex = 4
     p_day = 1 - (1 - run_probability(n_h, k_ex, p.healthy_error)) ** 24
@@ -352,16 +358,16 @@ def exercises(p) -> dict:
             "ex3-attempts": fmt(healthy_attempts, digits=4), "ex3-extra": pct(healthy_attempts - 1, digits=3)}
 
 
-def check_text(p, res: dict) -> dict:
+def check_text(p, ch: Chain) -> dict:
     from utils.units import bound
-    nums = res["nums"]
+    nums = ch.data["nums"]
     kb = k_bounds(nums)
     return {"check-k-detect": fmt(kb["k_max_detect"]), "check-k-quiet": fmt(kb["k_min_quiet"]),
             "check-detect-target": pct(DETECT_TARGET), "check-false-target": pct(FALSE_TARGET),
             "check-nw": fmt(nums["n_w"]), "check-m": fmt(nums["m"]), "check-checks": fmt(nums["checks"]),
             "check-union": bound(nums["union"]), "check-miss": fmt(nums["miss"], digits=2, style="sci"),
-            "check-texp": duration(float(res["chain"]["t_exp"].m)), "check-n-hour": fmt(nums["n_h"]),
-            "check-n-detect": fmt(nums["n_d"]), "check-o0": fmt(res["O_0"])}
+            "check-texp": duration(float(ch["t_exp"].m)), "check-n-hour": fmt(nums["n_h"]),
+            "check-n-detect": fmt(nums["n_d"]), "check-o0": fmt(ch["O_0"])}
 
 
 def timeline_text(runs: dict, p) -> dict:

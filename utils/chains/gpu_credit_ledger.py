@@ -9,14 +9,13 @@ under the ledger's daily spend cap (a team that has spent its cap for the day is
 """
 from __future__ import annotations
 
-import functools
 import os
 import tempfile
 import threading
 
 import numpy as np
 
-from utils.chain import Chain
+from utils.chain import Chain, memoised
 from utils.fleet import ledger as lg
 from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, pct, q
@@ -113,10 +112,14 @@ def cap_needed(gpus: int, day: list[dict], step: float = 0.05) -> float:
     return f
 
 
-def ledger_chain(gpus, hours, load, cap_factor, job_gpus, grace_minutes, seed, source="parameters cell") -> dict:
-    day = demand(gpus, hours, load, seed)
-    r = run_day(gpus, day, cap_factor)
+def compute(p) -> Chain:
+    """The day's chain; the day's demand and the allocators' hours ride along as ch.data["day"] and ["run"]."""
+    gpus, hours, seed = int(p.gpus), int(p.hours), int(p.seed)
+    day = demand(gpus, hours, p.load, seed)
+    r = run_day(gpus, day, p.cap_factor)
     total = lambda key: float(sum(sum(a.values()) for a in r[key]))    # noqa: E731
+    # The page cites the reader's inputs as the parameters cell, defaults included (SPEC.source would change it).
+    source = "parameters cell"
     ch = Chain("A day of demand on the fleet: quotas, borrowing, caps")
     ch.given("G", q(gpus, "GPU"), "GPUs in the fleet", kind="spec" if gpus == 4096 else "assumption",
              source="spec/001" if gpus == 4096 else source)
@@ -128,7 +131,7 @@ def ledger_chain(gpus, hours, load, cap_factor, job_gpus, grace_minutes, seed, s
              source="utils.fleet.ledger.allocate", digits=5)
     ch.given("A_s", q(total("static"), "GPU*hour"), "allocated by static quota", kind="assumption",
              source="utils.fleet.ledger.static_quota", digits=5)
-    ch.given("A_c", q(total("capped"), "GPU*hour"), f"allocated with borrowing under caps of {fmt(cap_factor)} x share",
+    ch.given("A_c", q(total("capped"), "GPU*hour"), f"allocated with borrowing under caps of {fmt(p.cap_factor)} x share",
              kind="assumption", source="utils.fleet.ledger.allocate, demand cut at the daily cap", digits=5)
     ch.step("U_b", "A_b/C", "", "utilisation with borrowing")
     ch.step("U_s", "A_s/C", "", "utilisation with static quotas")
@@ -138,17 +141,11 @@ def ledger_chain(gpus, hours, load, cap_factor, job_gpus, grace_minutes, seed, s
              source="search in steps of a twentieth")
     ch.given("S_b", float(r["starved"]), "team-hours below min(demand, guarantee), borrowing",
              kind="assumption", source="utils.fleet.ledger.allocate")
-    ch.given("g", q(job_gpus, "GPU"), "GPUs of the job", kind="assumption", source=source)
-    ch.given("t_g", q(grace_minutes, "minute"), "checkpoint window the hold funds", kind="assumption", source=source)
+    ch.given("g", q(int(p.job_gpus), "GPU"), "GPUs of the job", kind="assumption", source=source)
+    ch.given("t_g", q(p.grace_minutes, "minute"), "checkpoint window the hold funds", kind="assumption", source=source)
     ch.step("hold", "g*t_g", "GPU*hour", "hold moved to escrow at start")
-    return dict(chain=ch, day=day, run=r)
-
-
-def compute(p) -> dict:
-    res = ledger_chain(int(p.gpus), int(p.hours), p.load, p.cap_factor, int(p.job_gpus), p.grace_minutes,
-                       int(p.seed))
-    ch = res["chain"]
-    return {**res, **{k: ch[k] for k in ("C", "D", "U_b", "U_s", "U_c", "I_s", "f_min", "S_b", "hold")}}
+    ch.data["day"], ch.data["run"] = day, r
+    return ch
 
 
 # --- the ledger, run: the four questions of the claim ---------------------------------------------------
@@ -156,7 +153,7 @@ WRITERS, KEYS, COPIES = 6, 60, 3       # the crowd: writers, logical debits, sen
 GRANT_H, DEBIT_S = 4, 900              # each team's grant in GPU-hours, each debit in GPU-seconds
 
 
-@functools.lru_cache(maxsize=1)
+@memoised
 def checks() -> dict:
     """Run utils.fleet.ledger on fresh SQLite files: the racy path, the one-transaction path under the same race,
     everyone spending at once, the cap, the empty account and a running job at zero."""
@@ -266,17 +263,17 @@ QUOTE_FLEET = ("The data model, the debit path, the fairness rule and the arithm
 CLAIM = dict(gpus=4096, hours=24, load=1.1, seed=0)
 
 
-def claim_day() -> dict:
-    C = CLAIM
-    return ledger_chain(C["gpus"], C["hours"], C["load"], 1.0, 512, 10.0, C["seed"], source="the claim")
+@memoised
+def claim_day() -> Chain:
+    """The claim's own day (its fleet, load and seed; the other inputs at their defaults)."""
+    return compute(SPEC.check(**CLAIM))
 
 
 def claims() -> list[Claim]:
     ck, ok = checks(), ledger_ok(checks())
     c = ck["crowd"]
     all_ok = all(ok.values())
-    r = claim_day()
-    ch = r["chain"]
+    ch = claim_day()
     ub, us, uc = (float(ch[k].m) for k in ("U_b", "U_s", "U_c"))
     ud = float(ch["D"].m / ch["C"].m)
     busy, starved = abs(ub - ud) < 1e-12, int(ch["S_b"].m)
@@ -334,19 +331,19 @@ def case_rows(ck: dict) -> list[list[str]]:
     ]
 
 
-def team_rows(res: dict) -> list[list[str]]:
-    r, sh = res["run"], shares()
+def team_rows(ch: Chain) -> list[list[str]]:
+    r, sh = ch.data["run"], shares()
     w = sum(sh.values())
     rows = []
     for t in sh:
-        d = sum(h[t] for h in res["day"])
+        d = sum(h[t] for h in ch.data["day"])
         rows.append([t, pct(sh[t] / w), f"{d:,}", f"{sum(a[t] for a in r['static']):,}",
                      f"{sum(a[t] for a in r['borrow']):,}", f"{sum(a[t] for a in r['capped']):,}"])
     return rows
 
 
-def hourly(res: dict) -> dict:
-    r = res["run"]
+def hourly(ch: Chain) -> dict:
+    r = ch.data["run"]
     return dict(hours=list(range(len(r["borrow"]))), demand=r["demand"],
                 borrow={t: [a[t] for a in r["borrow"]] for t in shares()},
                 static=[sum(a.values()) for a in r["static"]], capped=[sum(a.values()) for a in r["capped"]])
@@ -354,7 +351,7 @@ def hourly(res: dict) -> dict:
 
 def check_text(ck: dict) -> dict:
     c = ck["crowd"]
-    r = claim_day()["chain"]
+    r = claim_day()
     return {"ck-writers": f"{WRITERS:,}", "ck-attempts": f"{c['attempts']:,}", "ck-posted": f"{c['posted']:,}",
             "ck-replayed": f"{c['replayed']:,}", "ck-refused": f"{c['refused']:,}",
             "ck-used": gpuh(c["used"]), "ck-granted": gpuh(c["granted"]),
@@ -363,18 +360,17 @@ def check_text(ck: dict) -> dict:
             "ck-uc": pct(float(r["U_c"].m)), "ck-fmin": fmt(float(r["f_min"].m))}
 
 
-def what_changes(p) -> dict:
+def what_changes(p, ch: Chain) -> dict:
     out = {}
     for key, load in (("lo", 0.8), ("hi", 1.5)):
-        ch = ledger_chain(int(p.gpus), int(p.hours), load, p.cap_factor, int(p.job_gpus), p.grace_minutes,
-                          int(p.seed))["chain"]
-        out.update({f"wc-{key}": fmt(load), f"wc-{key}-b": pct(float(ch["U_b"].m)), f"wc-{key}-s": pct(float(ch["U_s"].m))})
-    ch = ledger_chain(int(p.gpus), int(p.hours), p.load, 1.5, int(p.job_gpus), p.grace_minutes, int(p.seed))["chain"]
-    out.update({"wc-cap": fmt(1.5), "wc-cap-u": pct(float(ch["U_c"].m))})
+        c = compute(p.replace(load=load))
+        out.update({f"wc-{key}": fmt(load), f"wc-{key}-b": pct(float(c["U_b"].m)), f"wc-{key}-s": pct(float(c["U_s"].m))})
+    c = compute(p.replace(cap_factor=1.5))
+    out.update({"wc-cap": fmt(1.5), "wc-cap-u": pct(float(c["U_c"].m))})
     return out
 
 
-def exercises() -> dict:
+def exercises(p, ch: Chain) -> dict:
     sh = shares()
     quiet = {"pretraining": 4000, "post-training": 1500, "inference": 300, "research": 0}
     a = lg.allocate(4096, sh, quiet)
@@ -385,7 +381,21 @@ def exercises() -> dict:
             "ex2-inf": f"{quiet['inference']:,}",
             "ex2-a-pre": f"{a['pretraining']:,}", "ex2-a-post": f"{a['post-training']:,}",
             "ex2-a-inf": f"{a['inference']:,}", "ex2-q-pre": f"{4096 * 4 // 8:,}",
-            "ex3-teams": f"{len(sh)}", "ex3-f": fmt(1.0), "ex3-day": q(4096 * 24, "GPU*hour")}
+            "ex3-teams": f"{len(sh)}", "ex3-f": fmt(1.0), "ex3-day": q(int(p.gpus) * 24, "GPU*hour")}
+
+
+@memoised   # deterministic counts: the page and the tests share them
+def contract_checks() -> dict:
+    """The mechanism's contract, run small and in-process: {scenarios, held}. The scenarios:
+    a key reused with another amount, team or call, hostile names and amounts.
+    The full set, with processes killed mid-operation, is tests/fleet/test_ledger_adversarial.py."""
+    with tempfile.TemporaryDirectory() as d:
+        return lg.contract_scenarios(os.path.join(d, "contract.db"))
+
+
+def contract_text() -> dict:
+    ck = contract_checks()
+    return {"contract-scenarios": f"{ck['scenarios']:,}", "contract-held": f"{ck['held']:,}"}
 
 
 SPEC = Spec("gpu-credit-ledger", PARAMETERS, RESULTS, compute, validate=validate)

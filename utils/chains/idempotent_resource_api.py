@@ -12,15 +12,15 @@ GPU-hour.
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import tempfile
 import threading
 
 import numpy as np
 
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
 from utils.components.idempotent_api import KEY_RETENTION_S, TRANSITIONS, ResourceAPI, pagination_trial
+from utils.components.idempotent_api import contract_scenarios as api_contract
 from utils.params import Param, Result, Spec
 from utils.units import duration, fmt, pct, q
 from utils.verdicts import READING, WRONG, Claim
@@ -54,12 +54,11 @@ RESULTS = (
 )
 
 
-def duplicate_chain(G, H, P, f, N, t, r, *, source="parameters cell") -> Chain:
+def duplicate_chain(G, H, P, f, N, t, r, *, source="parameters cell", price_source="parameters cell") -> Chain:
     ch = Chain("What a duplicated create costs")
     ch.given("G", q(G, "GPU"), "GPUs of the job", kind="assumption", source=source)
     ch.given("H", q(H, "hour"), "hours the job runs", kind="assumption", source=source)
-    ch.given("P", q(P, "USD/GPU/hour"), "price of a GPU-hour", kind="spec" if source == "parameters cell" else "assumption",
-             source=PARAMETERS[2].source if source == "parameters cell" else source)
+    ch.given("P", q(P, "USD/GPU/hour"), "price of a GPU-hour", kind="spec", source=price_source)
     ch.given("f", f, "share of the hours a duplicate runs", kind="assumption", source=source)
     ch.step("E_dup", "f*G*H", "GPU*hour", "GPU-hours one duplicate burns")
     ch.step("C_dup", "E_dup*P", "USD", "cost of one duplicate")
@@ -79,7 +78,8 @@ def duplicate_chain(G, H, P, f, N, t, r, *, source="parameters cell") -> Chain:
 
 def compute(p) -> Chain:
     return duplicate_chain(p.gpus_per_job, p.job_hours, p.usd_per_gpu_hour, p.duplicate_runtime_share,
-                           p.creates_per_day, p.timeout_rate, p.retry_rate)
+                           p.creates_per_day, p.timeout_rate, p.retry_rate,
+                           price_source=SPEC.source(p, "usd_per_gpu_hour"))
 
 
 # --- the claim, judged by running the API ---------------------------------------------------------
@@ -116,9 +116,9 @@ def _race(api: ResourceAPI, attempts: int, key_of) -> list:
     return out
 
 
-@functools.lru_cache(maxsize=1)
+@memoised
 def checks() -> dict:
-    """Every semantics of the claim, run against fresh SQLite files (deterministic, so cached: the page
+    """Every semantics of the claim, run against fresh SQLite files (deterministic, so memoised: the page
     and claims() share one run; do not mutate the result)."""
     with tempfile.TemporaryDirectory() as d, contextlib.ExitStack() as apis:
         def fresh(name, **kw):
@@ -275,8 +275,8 @@ def _cost_year(p) -> float:
     return as_float(compute(p)["C_yr"], "USD")
 
 
-def what_changes(p) -> dict:
-    base = _cost_year(p)
+def what_changes(p, ch: Chain) -> dict:
+    base = as_float(ch["C_yr"], "USD")
     t_hi, r_lo, h_hi = 0.01, 0.5, 168.0
     return {"wc-base": fmt(q(base, "USD")), "wc-t": fmt(t_hi),
             "wc-t-cost": fmt(q(_cost_year(p.replace(timeout_rate=t_hi)), "USD")),
@@ -285,7 +285,7 @@ def what_changes(p) -> dict:
             "wc-linear": "in proportion"}
 
 
-def exercises(p) -> dict:
+def exercises(p, ch: Chain) -> dict:
     big = duplicate_chain(256, 96.0, 2.35, 1.0, p.creates_per_day, p.timeout_rate, p.retry_rate)
     # 2: the timeout rate at which duplicates come once a week: N t / (1 - t) = 1/7 with r = 1
     n, per_week = p.creates_per_day, 1 / 7
@@ -296,6 +296,20 @@ def exercises(p) -> dict:
             "ex1-cost": fmt(big["C_dup"]), "ex1-year": fmt(big["C_yr"]),
             "ex2-n": fmt(n), "ex2-t": fmt(t_week, digits=3), "ex2-pct": pct(t_week, digits=3),
             "ex3-limit": fmt(limit), "ex3-k": fmt(k), "ex3-repeats": fmt(min(k, limit)), "ex3-cursor": fmt(0)}
+
+
+@memoised   # deterministic counts: the page and the tests share them
+def contract_checks() -> dict:
+    """The mechanism's contract, run small and in-process: {scenarios, held}. The scenarios:
+    bodies naming id, state or kind, hostile bodies, ids and keys, a key reused with another request.
+    The full set, with processes killed mid-operation, is tests/components/test_idempotent_api_adversarial.py."""
+    with tempfile.TemporaryDirectory() as d:
+        return api_contract(os.path.join(d, "contract.db"))
+
+
+def contract_text() -> dict:
+    ck = contract_checks()
+    return {"contract-scenarios": f"{ck['scenarios']:,}", "contract-held": f"{ck['held']:,}"}
 
 
 SPEC = Spec("idempotent-resource-api", PARAMETERS, RESULTS, compute)

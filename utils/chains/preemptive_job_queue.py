@@ -10,11 +10,9 @@ aged job outranks every fresh arrival is the priority gap over the aging rate.
 """
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 
-from utils.chain import Chain
+from utils.chain import Chain, memoised
 from utils.components.preemptive_queue import (
     Job,
     brute_force_cover,
@@ -122,7 +120,9 @@ def chain_of(rs: dict, st: dict, n_gpus, tau, aging, *, source="parameters cell"
 def compute(p) -> Chain:
     rs = runs(p.n_gpus, p.n_jobs, p.load, p.mean_work_hours, p.checkpoint_hours, p.aging_per_hour, p.seed)
     st = starvation(p.starve_gpus, p.starve_load, p.starve_hours, p.aging_per_hour, p.seed, p.checkpoint_hours)
-    return chain_of(rs, st, p.n_gpus, p.checkpoint_hours, p.aging_per_hour)
+    ch = chain_of(rs, st, p.n_gpus, p.checkpoint_hours, p.aging_per_hour)
+    ch.data["runs"], ch.data["starve"] = rs, st
+    return ch
 
 
 # --- the claim ------------------------------------------------------------------------------------
@@ -150,7 +150,7 @@ def cover_check(n_cases: int) -> dict:
     return dict(cases=n_cases, agree=agree, infeasible=infeasible)
 
 
-@lru_cache(maxsize=1)             # the runs are deterministic: the page and the claim share one
+@memoised                         # the runs are deterministic: the page and the claim share one
 def checks() -> dict:
     C = CLAIM
     rs = runs(C["n_gpus"], C["n_jobs"], C["load"], C["mean_work"], C["tau"], C["aging"], C["seed"])
@@ -240,10 +240,10 @@ def aging_sweep(p, rates=(0.0, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)) -> dict:
     return dict(rates=list(rates), turnaround=turn, horizon=[1 / r if r > 0 else np.nan for r in rates])
 
 
-def what_changes(p) -> dict:
+def what_changes(p, ch: Chain) -> dict:
     rs = runs(p.n_gpus, p.n_jobs, p.load, p.mean_work_hours, 2 * p.checkpoint_hours, p.aging_per_hour, p.seed)
     busy = runs(p.n_gpus, p.n_jobs, 1.3 * p.load, p.mean_work_hours, p.checkpoint_hours, p.aging_per_hour, p.seed)
-    base = runs(p.n_gpus, p.n_jobs, p.load, p.mean_work_hours, p.checkpoint_hours, p.aging_per_hour, p.seed)
+    base = ch.data["runs"]
     return {"wc-tau2": fmt(q(2 * p.checkpoint_hours, "hour")),
             "wc-tau2-ckpt": fmt(q(rs["checkpoint"].lost_gpu_hours, "GPU*hour")),
             "wc-tau2-new": fmt(q(rs["newest"].lost_gpu_hours, "GPU*hour")),
@@ -253,11 +253,11 @@ def what_changes(p) -> dict:
             "wc-base-pre": f"{base['checkpoint'].preemptions:,}", "wc-load-pre": f"{busy['checkpoint'].preemptions:,}"}
 
 
-def exercises(p) -> dict:
+def exercises(p, ch: Chain) -> dict:
     tau, k = p.checkpoint_hours, 8
     dp, target = 2, 24.0
     rs = runs(p.n_gpus, p.n_jobs, p.load, p.mean_work_hours, p.checkpoint_hours, 0.0, p.seed)
-    base = runs(p.n_gpus, p.n_jobs, p.load, p.mean_work_hours, p.checkpoint_hours, p.aging_per_hour, p.seed)
+    base = ch.data["runs"]
     return {"ex1-k": f"{k:,}", "ex1-tau": fmt(q(tau, "hour")), "ex1-blind": fmt(q(tau / 2, "hour")),
             "ex1-aware": fmt(q(tau / (k + 1), "hour")), "ex1-ratio": fmt((k + 1) / 2),
             "ex2-dp": f"{dp:,}", "ex2-target": fmt(q(target, "hour")), "ex2-r": fmt(q(dp / target, "1/hour")),

@@ -9,9 +9,7 @@ applies backpressure only if that is less than the memory there is.
 """
 from __future__ import annotations
 
-from functools import lru_cache
-
-from utils.chain import Chain
+from utils.chain import Chain, memoised
 from utils.components.work_queue import held_items, run_pool
 from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, q
@@ -68,7 +66,9 @@ def handler(fail_every: int):
 
 
 def shutdown_chain(n_items, workers, maxsize, fail_every, item_mb, producer_rate, worker_rate, host_gb,
-                   big_maxsize, *, source="parameters cell") -> dict:
+                   big_maxsize, *, source="parameters cell") -> Chain:
+    """The pool run for real and the bound's arithmetic; the run's report and held-items measurement ride along
+    in ch.data ("report", "held")."""
     rep = run_pool(range(int(n_items)), handler(int(fail_every)), workers=int(workers), maxsize=int(maxsize))
     held = held_items(int(maxsize), int(workers), int(n_items))
     ch = Chain("The pool, run for real, and the bound's arithmetic")
@@ -93,11 +93,11 @@ def shutdown_chain(n_items, workers, maxsize, fail_every, item_mb, producer_rate
     ch.solve("M_max", "(M_max + N_w)*S = B", "", "largest bound that fits")
     ch.given("M_big", big_maxsize, "a round-number bound", kind="assumption", source=source)
     ch.step("m_big", "(M_big + N_w)*S", "GB", "what the round-number bound lets the queue hold")
-    keys = ("n_ok", "n_fail", "n_lost", "n_left", "H", "m_M", "g", "t_oom", "M_max", "m_big")
-    return dict(chain=ch, report=rep, held=held, **{k: ch[k] for k in keys})
+    ch.data["report"], ch.data["held"] = rep, held
+    return ch
 
 
-def compute(p) -> dict:
+def compute(p) -> Chain:
     return shutdown_chain(p.n_items, p.workers, p.maxsize, p.fail_every, p.item_mb, p.producer_rate,
                           p.worker_rate, p.host_memory_gb, p.big_maxsize)
 
@@ -111,7 +111,7 @@ CLAIM = dict(n_items=200, workers=4, maxsize=16, fail_every=50, item_mb=64.0, pr
 ALL_DIE = (10, 20, 30, 40)           # one bad item for each of the four workers
 
 
-@lru_cache(maxsize=1)             # the runs are deterministic: the page and the claim share one
+@memoised                         # the runs are deterministic: the page and the claim share one
 def checks() -> dict:
     """The correct pool and the two bugs, on the claim's scenario (threads, short timeouts)."""
     C = CLAIM
@@ -126,7 +126,7 @@ def checks() -> dict:
     die_all = run_pool(range(n), four_bad, workers=w, maxsize=m, on_error="die", timeout=t)
     ch = shutdown_chain(n, w, m, C["fail_every"], C["item_mb"], C["producer_rate"], C["worker_rate"],
                         C["host_gb"], C["big_maxsize"], source="the claim's scenario")
-    return dict(good=good, one=one, die=die, die_all=die_all, chain=ch, held=ch["held"])
+    return dict(good=good, one=one, die=die, die_all=die_all, chain=ch, held=ch.data["held"])
 
 
 def claims() -> list[Claim]:
@@ -189,8 +189,7 @@ def memory_curves(p, seconds: float = 120.0, n: int = 121) -> dict:
                 big=np.minimum(unbounded + p.workers * p.item_mb / 1e3, cap(p.big_maxsize)), budget=p.host_memory_gb)
 
 
-def what_changes(p) -> dict:
-    ch = compute(p)
+def what_changes(p, ch: Chain) -> dict:
     slow = p.worker_rate * 1.2
     g_slow = (p.producer_rate - p.workers * slow) * p.item_mb / 1e3
     return {"wc-item-2x": fmt(q(2 * p.item_mb, "MB")),
@@ -200,7 +199,7 @@ def what_changes(p) -> dict:
             "wc-t": fmt(ch["t_oom"])}
 
 
-def exercises(p) -> dict:
+def exercises(p, ch: Chain) -> dict:
     w, m, s = 8, 32, 256.0
     return {"ex1-w": f"{w:,}", "ex1-m": f"{m:,}", "ex1-s": fmt(q(s, "MB")), "ex1-mem": fmt(q((w + m) * s / 1e3, "GB")),
             "ex2-w": f"{w:,}", "ex2-hung": f"{w - 1:,}",

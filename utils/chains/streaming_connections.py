@@ -10,10 +10,9 @@ misbehaving clients in the check (counts only: which client got which tokens, wh
 """
 from __future__ import annotations
 
-from functools import lru_cache
-
-from utils.chain import Chain
+from utils.chain import Chain, memoised
 from utils.params import Param, ParameterError, Result, Spec
+from utils.serving.streaming_server import contract_scenarios as ss_contract
 from utils.serving.streaming_server import reference, scenario
 from utils.units import fmt, q
 from utils.verdicts import READING, WRONG, Claim
@@ -109,7 +108,7 @@ QUOTE = ("However, if the token stream stutters or disconnects due to poor resou
 ANSWER = 120            # tokens per stream in the loopback scenario (steps of one millisecond)
 
 
-@lru_cache(maxsize=1)   # the runs' counts are deterministic: the page, the claim and the tests share them
+@memoised   # the runs' counts are deterministic: the page, the claim and the tests share them
 def checks() -> dict:
     """The misbehaving clients against the bounded server and against the engine that waits on readers."""
     return dict(good=scenario(answer=ANSWER), bad=scenario(answer=ANSWER, blocking=True, timeout=0.3))
@@ -204,8 +203,8 @@ def waste_bars(p) -> dict:
                 defended=[0.0, v("W_grace"), 0.0, 0.0])
 
 
-def what_changes(p) -> dict:
-    base = compute(p)
+def what_changes(p, ch) -> dict:
+    base = ch
     big = waste_chain(p.step_ms, p.answer_tokens, 2 * p.slots, p.stall_s, p.drop_at, p.grace_s, p.requests_per_day,
                       p.stall_rate, p.drop_rate, p.retry_rate)
     long = waste_chain(p.step_ms, 4 * p.answer_tokens, p.slots, p.stall_s, p.drop_at, p.grace_s,
@@ -217,14 +216,14 @@ def what_changes(p) -> dict:
             "wc-drop-long": slot_s(long["W_drop"]), "wc-grace": fmt(q(p.grace_s, "s"))}
 
 
-def exercises(p) -> dict:
+def exercises(p, ch) -> dict:
     e1 = waste_chain(20.0, 1000, 128, 30.0, 0.5, 5.0, 1e6, 0.01, 0.02, 0.01)
     e3 = waste_chain(p.step_ms, p.answer_tokens, p.slots, p.stall_s, 0.1, p.grace_s, p.requests_per_day,
                      p.stall_rate, p.drop_rate, p.retry_rate)
     return {"ex1-step": fmt(q(20.0, "ms")), "ex1-slots": "128", "ex1-stall": fmt(q(30.0, "s")),
             "ex1-waste": slot_s(e1["W_stall"]), "ex1-answers": fmt(e1["W_stall"] / e1["W_ans"]), "ex1-len": "1,000",
             "ex2-answer": f"{p.answer_tokens:,}", "ex2-step": fmt(q(p.step_ms, "ms")),
-            "ex2-dup": slot_s(compute(p)["W_dup"]),
+            "ex2-dup": slot_s(ch["W_dup"]),
             "ex3-f": pct_text(0.1), "ex3-drop": slot_s(e3["W_drop"]),
             "ex3-grace": slot_s(e3["W_grace"])}
 
@@ -236,6 +235,19 @@ def slot_s(x) -> str:
 
 def pct_text(x: float) -> str:
     return f"{fmt(x * 100)}%"
+
+
+@memoised   # deterministic counts: the page and the tests share them
+def contract_checks() -> dict:
+    """The mechanism's contract, run small and in-process: {scenarios, held}. The scenarios:
+    hostile request lines, a connection that never sends one, a good request after them.
+    The full set, with processes killed mid-operation, is tests/serving/test_streaming_server_adversarial.py."""
+    return ss_contract()
+
+
+def contract_text() -> dict:
+    ck = contract_checks()
+    return {"contract-scenarios": f"{ck['scenarios']:,}", "contract-held": f"{ck['held']:,}"}
 
 
 SPEC = Spec("streaming-connections", PARAMETERS, RESULTS, compute, validate=validate)

@@ -12,7 +12,7 @@ import threading
 
 import numpy as np
 
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
 from utils.components.token_bucket import FakeClock, TokenBucket, UnguardedBucket, drive, max_admitted, retry_after_header
 from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, num, q
@@ -127,7 +127,8 @@ def concurrent_admitted(capacity: int, threads: int = 8, calls: int = 50) -> int
     return sum(got)
 
 
-def bucket_chain(rate, burst, offered_rate, window, clock_step, step_at, *, source="parameters cell") -> dict:
+def bucket_chain(rate, burst, offered_rate, window, clock_step, step_at, *, source="parameters cell") -> Chain:
+    """The arithmetic beside the bucket run on a fake clock; the runs ride along in ch.data["scenarios"]."""
     s = scenarios(rate, burst, offered_rate, window, clock_step, step_at)
     ch = Chain("A token bucket: the limit, the conflation, the clock and the retry-after")
     ch.given("C", q(burst, "request"), "capacity: the burst the policy allows", kind="assumption", source=source)
@@ -148,10 +149,11 @@ def bucket_chain(rate, burst, offered_rate, window, clock_step, step_at, *, sour
     ch.given("t_debt", q(s["debt_retry_after"], "s"), "retry-after the unguarded bucket quotes just after the step",
              kind="assumption", source="utils.components.token_bucket.UnguardedBucket, run on a fake clock", digits=5)
     ch.step("t_ra", "n/r", "s", "retry-after at an empty bucket: the deficit over the rate")
-    return dict(chain=ch, s=s, **{k: ch[k] for k in ("A_max", "A_run", "R_conf", "A_over", "t_debt", "t_ra")})
+    ch.data["scenarios"] = s
+    return ch
 
 
-def compute(p) -> dict:
+def compute(p) -> Chain:
     return bucket_chain(p.rate, p.burst, p.offered_rate, p.window, p.clock_step, p.step_at)
 
 
@@ -162,10 +164,11 @@ QUOTE = ("Two parameters, one lazy refill and one lock. What capacity and rate e
          "retry-after value that turns a rejection into something a client can act on.")
 
 
+@memoised                         # the runs are deterministic: the page and the claim share one
 def checks() -> dict:
     C = CLAIM
     res = bucket_chain(**C, source="this book's scenario")
-    s = res["s"]
+    s = res.data["scenarios"]
     ra = retry_after_check(C["rate"])
     ra_cost = retry_after_check(C["rate"], cost=5.0)
     unguarded_ra = s["debt_retry_after"]
@@ -242,19 +245,18 @@ def admitted_curves(ck: dict) -> dict:
             for k in ("monotonic", "conflated", "forward", "backward_unguarded")}
 
 
-def what_changes(ck: dict) -> dict:
-    C = CLAIM
+def what_changes(p, ch: Chain) -> dict:
     burst_big = 200
-    wide = bucket_chain(C["rate"], burst_big, C["offered_rate"], C["window"], C["clock_step"], C["step_at"])
-    longer = bucket_chain(C["rate"], C["burst"], C["offered_rate"], 60.0, C["clock_step"], C["step_at"])
-    return {"wc-burst": q(C["burst"], "request"), "wc-burst-big": q(burst_big, "request"),
-            "wc-refused": ck["res"]["R_conf"], "wc-refused-big": wide["R_conf"],
+    wide = bucket_chain(p.rate, burst_big, p.offered_rate, p.window, p.clock_step, p.step_at)
+    longer = bucket_chain(p.rate, p.burst, p.offered_rate, 60.0, p.clock_step, p.step_at)
+    return {"wc-burst": q(p.burst, "request"), "wc-burst-big": q(burst_big, "request"),
+            "wc-refused": ch["R_conf"], "wc-refused-big": wide["R_conf"],
             "wc-window-long": fmt(q(60.0, "s")), "wc-max-long": longer["A_max"],
-            "wc-burst-share": fmt(C["burst"] / as_float(longer["A_max"]) * 100, digits=2) + "%",
-            "wc-step": fmt(q(C["clock_step"], "s")), "wc-debt": fmt(q(C["clock_step"] * C["rate"], "request"))}
+            "wc-burst-share": fmt(p.burst / as_float(longer["A_max"]) * 100, digits=2) + "%",
+            "wc-step": fmt(q(p.clock_step, "s")), "wc-debt": fmt(q(p.clock_step * p.rate, "request"))}
 
 
-def exercises() -> dict:
+def exercises(p, ch: Chain) -> dict:
     per_minute, burst = 600, 100
     r = per_minute / 60
     cost, have, rate = 8.0, 3.0, 10.0

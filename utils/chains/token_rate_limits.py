@@ -12,16 +12,15 @@ admission and every settle is one atomic Lua script on Redis (utils/serving/toke
 """
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
 
-from utils.chain import Chain, as_float
-from utils.chains import continuous_batching
+from utils.chain import Chain, as_float, memoised
 from utils.chains import continuous_batching as cb
 from utils.params import Param, Result, Spec
 from utils.serving.token_limits import FakeClock, Limits, TwoBucketLimiter
+from utils.serving.token_limits import contract_scenarios as tl_contract
 from utils.units import fmt, num, pct, q, short
 from utils.verdicts import READING, WRONG, Claim
 
@@ -79,11 +78,11 @@ RESULTS = (
 )
 
 
-@functools.lru_cache(maxsize=16)
+@memoised
 def replica_rate(model_key: str, gpu_key: str, gpus: int, prompt: int, output: int):
     """Output tokens per second one replica earns: the continuous-batching chapter's chain (X)."""
-    p = continuous_batching.SPEC.check(model=model_key, gpu=gpu_key, gpus_per_replica=gpus,
-                     mean_prompt_tokens=prompt, mean_output_tokens=output)
+    p = cb.SPEC.check(model=model_key, gpu=gpu_key, gpus_per_replica=gpus, mean_prompt_tokens=prompt,
+                      mean_output_tokens=output)
     return cb.batching_chain(p, source="the continuous-batching chain")["X"]
 
 
@@ -228,7 +227,7 @@ def tenant_curve(ch, sizes) -> dict:
                 share=as_float(ch["r_tok"], "token/s"), fleet=as_float(ch["T_f"], "token/s"))
 
 
-def what_changes(ch) -> dict:
+def what_changes(p, ch) -> dict:
     d = SPEC.defaults()
     big = SPEC.derive(replicas=d["replicas"] * 10)
     m8k = SPEC.derive(max_tokens=8192)
@@ -239,7 +238,7 @@ def what_changes(ch) -> dict:
             "wc-share": pct(0.01), "wc-fleet": pct(one["overshoot_of_fleet"].m)}
 
 
-def exercises() -> dict:
+def exercises(p, ch) -> dict:
     per_min, size = 60, 32_000
     ex1 = per_min / 60 * size
     p2, o2, m2 = 500, 300, 8192
@@ -252,6 +251,19 @@ def exercises() -> dict:
             "ex3-replicas": fmt(1000), "ex3-scripts": fmt(big["scripts_per_s_needed"].m) + " per second",
             "ex3-server": fmt(d["redis_scripts_per_s_server"]) + " per second",
             "ex3-headroom": fmt(big["redis_headroom"].m, digits=2), "ex3-conns": num(big["connections_needed"].m)}
+
+
+@memoised   # deterministic counts: the page and the tests share them
+def contract_checks() -> dict:
+    """The mechanism's contract, run small and in-process: {scenarios, held}. The scenarios:
+    names holding the key's separator or braces, hostile names and counts.
+    The full set, with processes killed mid-operation, is tests/serving/test_token_limits_adversarial.py."""
+    return tl_contract()
+
+
+def contract_text() -> dict:
+    ck = contract_checks()
+    return {"contract-scenarios": f"{ck['scenarios']:,}", "contract-held": f"{ck['held']:,}"}
 
 
 SPEC = Spec("token-rate-limits", PARAMETERS, RESULTS, compute)

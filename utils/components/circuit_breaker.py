@@ -19,10 +19,21 @@ generator, and `simulate` drives a breaker with requests at a fixed rate on a `F
     if cb.allow():
         cb.record(ok=call_backend())
 
+The contract, Resilience4j's, kept for every input (tests/components/test_circuit_breaker_adversarial.py):
+- Half-open permits are counted: at most `probe_limit` calls are let through, and only an answer to one of
+  them counts towards closing (a late answer from a call let through before the breaker opened is not a
+  probe). A probe that never answers does not hold its permit for ever: once a probe has been out
+  `probe_timeout_s` (default: open_timeout_s) without closing the breaker, it counts as a failure and
+  the breaker opens again (Resilience4j's maxWaitDurationInHalfOpenState), so it half-opens again later
+  with fresh permits instead of refusing every call for good.
+- Arguments are checked: rates in (0, 1], durations finite and > 0, counts whole numbers >= 1, `ok` a
+  bool (None is not a failure); anything else raises ValueError.
+
 Chapters: circuit-breaker.
 """
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections import deque
@@ -47,6 +58,10 @@ class FakeClock:
         self.t += dt
 
 
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and not math.isnan(v)
+
+
 class CircuitOpen(Exception):
     """Raised by `call` when the breaker refuses: the caller fails fast instead of waiting on a dead backend."""
 
@@ -54,17 +69,20 @@ class CircuitOpen(Exception):
 class CircuitBreaker:
     def __init__(self, *, failure_rate: float = 0.5, window_s: float = 30.0, min_requests: int = 20,
                  open_timeout_s: float = 30.0, probe_limit: int = 5, close_after: int = 3,
-                 clock: Callable[[], float] = time.monotonic):
-        if not 0 < failure_rate <= 1:
+                 probe_timeout_s: float | None = None, clock: Callable[[], float] = time.monotonic):
+        probe_timeout_s = open_timeout_s if probe_timeout_s is None else probe_timeout_s
+        if not _number(failure_rate) or not 0 < failure_rate <= 1:
             raise ValueError(f"failure_rate must be in (0, 1], got {failure_rate!r}")
-        if window_s <= 0 or open_timeout_s <= 0:
-            raise ValueError("window_s and open_timeout_s must be > 0")
-        if min_requests < 1 or probe_limit < 1 or close_after < 1:
-            raise ValueError("min_requests, probe_limit and close_after must be >= 1")
+        if not all(_number(v) and 0 < v < math.inf for v in (window_s, open_timeout_s, probe_timeout_s)):
+            raise ValueError("window_s, open_timeout_s and probe_timeout_s must be finite and > 0")
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1
+                   for v in (min_requests, probe_limit, close_after)):
+            raise ValueError("min_requests, probe_limit and close_after must be whole numbers >= 1")
         if close_after > probe_limit:
             raise ValueError(f"close_after ({close_after}) > probe_limit ({probe_limit}): it could never close")
         self.failure_rate, self.window_s, self.min_requests = failure_rate, window_s, min_requests
         self.open_timeout_s, self.probe_limit, self.close_after = open_timeout_s, probe_limit, close_after
+        self.probe_timeout_s, self.half_opened_at = probe_timeout_s, 0.0
         self.clock = clock                     # monotonic: a wall clock stepped back would hold it open
         self._state, self.opened_at = CLOSED, 0.0
         self.window: deque[tuple[float, bool]] = deque()   # (time, failed) of the calls let through
@@ -77,6 +95,9 @@ class CircuitBreaker:
     def state(self) -> str:
         if self._state == OPEN and self.clock() - self.opened_at >= self.open_timeout_s:
             self._to(HALF_OPEN)                 # lazily: no timer thread, the next caller sees it
+        elif (self._state == HALF_OPEN and self.probes > self.probe_successes
+              and self.clock() - self.half_opened_at >= self.probe_timeout_s):
+            self._to(OPEN)                      # a probe that never answered is a failure
         return self._state
 
     def _to(self, state: str) -> None:
@@ -86,6 +107,7 @@ class CircuitBreaker:
             self.opened_at = self.clock()
         if state == HALF_OPEN:
             self.probes = self.probe_successes = 0
+            self.half_opened_at = self.clock()
         if state == CLOSED:
             self.window.clear()                 # judged afresh: old failures do not reopen it
             self.failures = 0
@@ -102,8 +124,13 @@ class CircuitBreaker:
 
     def record(self, ok: bool) -> None:
         """The outcome of a call that `allow` let through."""
+        if type(ok).__name__ not in ("bool", "bool_"):          # numpy's bool too; None is not a failure
+            raise ValueError(f"ok must be True or False, got {ok!r}")
+        ok = bool(ok)
         state = self.state
         if state == HALF_OPEN:
+            if self.probes <= self.probe_successes:
+                return                          # not an answer to a probe: a late one from before it opened
             if not ok:
                 self._to(OPEN)                  # still broken: another full timeout before the next probe
             else:

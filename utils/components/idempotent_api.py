@@ -31,6 +31,18 @@ The rules, stated once (tests/components/test_idempotent_api.py holds each of th
   LIMIT/OFFSET version, kept to show that inserts make it repeat rows and rows leaving the filter make
   it skip them.
 
+The contract for every input `handle` admits (tests/components/test_idempotent_api_adversarial.py feeds each,
+and races processes on one file, killing one mid-create):
+- Validation at the boundary, before anything is stored: a body is a JSON object of at most MAX_BODY bytes
+  whose strings UTF-8 can encode (a lone surrogate cannot), whose numbers are finite and whose integers fit
+  SQLite's INTEGER; `id`, `kind` and `state` are the API's (RESERVED): a body that names one is a 400, so
+  no answer (201, GET, list, cancel) can report a state other than the stored one. An Idempotency-Key is a
+  UTF-8 string of 1 to MAX_KEY characters (Stripe's 255), else 400. An id beyond SQLite's INTEGER is 404;
+  a bad limit, cursor or state filter is 400. No input is a 500.
+- The key binds its request (Stripe's rule): stored with the request's SHA-256 in the resource's own
+  transaction (SQLite WAL, BEGIN IMMEDIATE), so a killed process leaves the key and its resource both or
+  neither, and a retry from any process gets the one resource.
+
 Chapters: idempotent-resource-api.
 """
 from __future__ import annotations
@@ -38,6 +50,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import math
 import re
 import sqlite3
 import time
@@ -69,6 +82,10 @@ FIELDS = {
 # validation saves nothing (docs.stripe.com/idempotency, read 2026-12-01). This API follows both rules.
 KEY_RETENTION_S = 24 * 3600
 MAX_LIMIT = 100
+MAX_KEY = 255                   # characters of an Idempotency-Key (Stripe's limit)
+MAX_BODY = 64 * 1024            # bytes of a create body as canonical JSON
+MAX_INT = 2 ** 63 - 1           # SQLite's INTEGER
+RESERVED = ("id", "kind", "state")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS resources (
@@ -117,16 +134,58 @@ def decode_cursor(cursor: str) -> int:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         value = json.loads(raw)["before"]
     except (ValueError, KeyError, TypeError):
-        raise ValueError(f"cursor is not one this API issued: {cursor!r}") from None
-    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"cursor is not one this API issued: {cursor!r:.80}") from None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_INT:
         raise ValueError(f"cursor is not one this API issued: {cursor!r}")
     return value
+
+
+def _storable(v, depth: int = 0) -> bool:
+    """Can this value be stored as JSON and read back as the same value? UTF-8 strings, finite numbers,
+    integers SQLite can hold, nesting of at most 32 levels."""
+    if depth > 32:
+        return False
+    if isinstance(v, str):
+        return _utf8(v)
+    if isinstance(v, bool) or v is None:
+        return True
+    if isinstance(v, int):
+        return -MAX_INT - 1 <= v <= MAX_INT
+    if isinstance(v, float):
+        return math.isfinite(v)
+    if isinstance(v, list):
+        return all(_storable(x, depth + 1) for x in v)
+    if isinstance(v, dict):
+        return all(isinstance(k, str) and _utf8(k) and _storable(x, depth + 1) for k, x in v.items())
+    return False
+
+
+def _utf8(s: str) -> bool:
+    try:
+        s.encode()
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+def validate_key(key) -> str | None:
+    """The 400 message for a bad Idempotency-Key, or None (no key is fine)."""
+    if key is not None and (not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY or not _utf8(key)):
+        return f"Idempotency-Key must be a UTF-8 string of 1 to {MAX_KEY} characters"
+    return None
 
 
 def validate_body(kind: str, body) -> str | None:
     """The 400 message for a bad create body, or None."""
     if not isinstance(body, dict):
         return "body must be a JSON object"
+    taken = [k for k in RESERVED if k in body]
+    if taken:
+        return f"{', '.join(taken)} are set by the API, not the body"
+    if not _storable(body):
+        return "body must hold UTF-8 strings, finite numbers and integers of at most 64 bits"
+    if len(json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()) > MAX_BODY:
+        return f"body must be at most {MAX_BODY} bytes"
     for name, typ in FIELDS[kind].items():
         v = body.get(name)
         if v is None:
@@ -173,6 +232,8 @@ class ResourceAPI:
         if not m or m["kind"] not in KINDS:
             return Response(404, {"error": f"no such route: {method} {path}"})
         kind, rid, cancel = m["kind"], m["id"], m["cancel"]
+        if rid is not None and int(rid) > MAX_INT:          # no such row can exist
+            return Response(404, {"error": f"{kind} {rid[:32]}... not found"})
         headers = {k.lower(): v for k, v in (headers or {}).items()}
         if method == "POST" and rid is None:
             return self.create(kind, body, key=headers.get("idempotency-key"), path=path)
@@ -187,7 +248,7 @@ class ResourceAPI:
     # --- create, with the idempotency key -------------------------------------------------------
     def create(self, kind: str, body, *, key: str | None = None, path: str | None = None) -> Response:
         path = path or f"/{kind}"
-        problem = validate_body(kind, body)
+        problem = validate_body(kind, body) or validate_key(key)
         if problem:
             return Response(400, {"error": problem})      # nothing stored: a fixed retry may reuse the key
         digest = request_hash("POST", path, body)
@@ -229,7 +290,9 @@ class ResourceAPI:
 
     @staticmethod
     def _view(kind: str, row) -> dict:
-        return {"id": row[0], "kind": kind, "state": row[1], **json.loads(row[2])}
+        # The stored id, kind and state are the answer's: a body key of the same name never overrides them.
+        return {"id": row[0], "kind": kind, "state": row[1],
+                **{k: v for k, v in json.loads(row[2]).items() if k not in RESERVED}}
 
     def get(self, kind: str, rid: int) -> Response:
         with self._connect() as db:
@@ -241,14 +304,18 @@ class ResourceAPI:
     def list(self, kind: str, *, limit=20, cursor: str | None = None, state: str | None = None) -> Response:
         """Keyset pagination, newest first: the page after `cursor` is the rows with a smaller id."""
         try:
+            if isinstance(limit, (bool, float)) or not isinstance(limit, (int, str)):
+                raise ValueError(f"limit must be a whole number, got {limit!r:.40}")
             limit = int(limit)
+            if cursor is not None and not isinstance(cursor, str):
+                raise ValueError("cursor must be a string")
             before = decode_cursor(cursor) if cursor else None
         except ValueError as e:
             return Response(400, {"error": str(e)})
         if not 1 <= limit <= MAX_LIMIT:
             return Response(400, {"error": f"limit must be 1 to {MAX_LIMIT}"})
-        if state is not None and state not in TRANSITIONS:
-            return Response(400, {"error": f"unknown state {state!r}"})
+        if state is not None and (not isinstance(state, str) or state not in TRANSITIONS):
+            return Response(400, {"error": f"unknown state {state!r:.40}"})
         sql, args = "SELECT id, state, body FROM resources WHERE kind = ?", [kind]
         if state is not None:
             sql, args = sql + " AND state = ?", args + [state]
@@ -392,3 +459,24 @@ def _trial(api, how, rows, limit, max_inserts, cancel_seen, rng) -> dict:
     seeded_seen = [i for i in seen if i in seeded_set]
     return dict(returned=len(seen), repeats=len(seeded_seen) - len(set(seeded_seen)),
                 skips=sum(1 for i in seeded if i not in returned), rows=rows)
+
+
+# --- the contract, small and in-process (the chapter's check; the tests run the full set) ------------------
+def contract_scenarios(path) -> dict:
+    """Bodies naming id, state or kind, hostile bodies, ids and keys, a key reused with another request, on
+    a fresh file at `path`: {scenarios, held}. The full set (processes killed mid-create) is the
+    adversarial test file's."""
+    job = {"name": "j", "gpus": 8, "image": "t"}
+    cases = [("POST", "/jobs", {**job, "id": 999}, None, 400), ("POST", "/jobs", {**job, "state": "succeeded"}, None, 400),
+             ("POST", "/jobs", {**job, "kind": "endpoints"}, None, 400), ("POST", "/jobs", {**job, "name": "\ud800"}, None, 400),
+             ("POST", "/reservations", {"gpus": 1, "hours": float("nan")}, None, 400),
+             ("POST", "/jobs", {**job, "gpus": 10 ** 30}, None, 400), ("POST", "/jobs", job, "\ud800", 400),
+             ("GET", "/jobs/" + "9" * 30, None, None, 404), ("POST", "/jobs/" + "9" * 30 + "/cancel", None, None, 404)]
+    with ResourceAPI(path) as api:
+        held = sum(api.handle(m, p, b, headers={"Idempotency-Key": k} if k else None).status == want
+                   and api.count() == 0 for m, p, b, k, want in cases)
+        first = api.handle("POST", "/jobs", job, headers={"Idempotency-Key": "k"})
+        held += api.handle("POST", "/jobs", {**job, "gpus": 9}, headers={"Idempotency-Key": "k"}).status == 422
+        stored = api.handle("GET", f"/jobs/{first.body['id']}").body
+        held += stored == first.body == api.handle("GET", "/jobs").body["data"][0] and stored["state"] == "pending"
+    return dict(scenarios=len(cases) + 2, held=held)

@@ -19,6 +19,12 @@ is which running jobs may be evicted, how many, and what happens to them.
 - What happens to them. A victim keeps the work its last checkpoint saved and goes back in the queue
   with its original submit time, so it keeps its place and its age.
 
+The contract for every input (tests/components/test_preemptive_queue_adversarial.py feeds each): a job's
+name is its key (a victim is found, evicted and requeued by it), so names are unique within a run; GPUs a
+whole number from 1 to the cluster; priority a whole number; work, submit and checkpoint_every finite
+(a NaN compares false with everything and would silently corrupt the heap's order); aging finite and
+>= 0. Anything else raises ValueError naming the job and the field, before any job runs.
+
 Chapters: preemptive-job-queue.
 """
 from __future__ import annotations
@@ -43,6 +49,36 @@ class Job:
     evictions: int = 0
     start: float | None = None       # first start
     finish: float | None = None
+
+
+def _whole(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _finite(v) -> bool:
+    return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
+
+
+def _check_jobs(jobs: list[Job], n_gpus: int, aging: float) -> None:
+    """ValueError for the first job (or argument) the scheduler could not order or account for."""
+    if not _whole(n_gpus) or n_gpus < 1:
+        raise ValueError(f"n_gpus must be a whole number >= 1, got {n_gpus!r}")
+    if not _finite(aging) or aging < 0:
+        raise ValueError(f"aging must be a finite number >= 0, got {aging!r}")
+    names = set()
+    for j in jobs:
+        if not isinstance(j.name, str) or j.name in names:
+            raise ValueError(f"job names must be unique strings: {j.name!r} is not")
+        names.add(j.name)
+        if not _whole(j.gpus) or not 0 < j.gpus <= n_gpus:
+            raise ValueError(f"job {j.name}: needs 1 to {n_gpus} GPUs, a whole number, got {j.gpus!r}")
+        if not _whole(j.priority):
+            raise ValueError(f"job {j.name}: priority must be a whole number, got {j.priority!r}")
+        if not _finite(j.work) or j.work <= 0:
+            raise ValueError(f"job {j.name}: work must be finite and > 0, got {j.work!r}")
+        if not _finite(j.submit) or not _finite(j.checkpoint_every) or j.checkpoint_every < 0:
+            raise ValueError(f"job {j.name}: submit and checkpoint_every must be finite "
+                             f"(checkpoint_every >= 0), got {j.submit!r}, {j.checkpoint_every!r}")
 
 
 def effective_priority(job: Job, now: float, aging: float) -> float:
@@ -163,9 +199,7 @@ def simulate(jobs: list[Job], n_gpus: int, *, rule: str = "checkpoint", aging: f
     shadow: other rules to score at each of this run's decisions, on the same cluster state (the run
     follows `rule`; whole runs under different rules diverge, and their totals compare trajectories)."""
     jobs = [replace(j, done=0.0, evictions=0, start=None, finish=None) for j in jobs]
-    for j in jobs:
-        if not 0 < j.gpus <= n_gpus or j.work <= 0:
-            raise ValueError(f"job {j.name}: needs 1 to {n_gpus} GPUs and positive work")
+    _check_jobs(jobs, n_gpus, aging)
     out = Outcome(jobs, horizon=horizon, shadow={r: 0.0 for r in shadow})
     queue, running, free = JobQueue(aging), {}, n_gpus
     events, seq = [], itertools.count()

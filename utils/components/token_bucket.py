@@ -27,6 +27,11 @@ The rules (tests/chains/test_token_bucket.py holds each of them):
   of a token admit one request (0.1 summed ten times is 0.9999999999999999).
 Bad arguments raise ValueError with one line naming the argument.
 
+The contract for every input (tests/components/test_token_bucket_adversarial.py feeds each, from threads): over
+any window of T seconds at most capacity + rate * T tokens are admitted, whatever the callers; n is a finite
+number > 0 (not a bool, not None); a clock reading that is not a finite number raises ValueError and
+changes nothing (a NaN kept as `last` would make every later elapsed NaN: a bucket that never refills).
+
 Chapters: playground-abuse, token-bucket.
 """
 from __future__ import annotations
@@ -66,11 +71,15 @@ class TokenBucket:
             raise ValueError(f"tokens must be between 0 and capacity ({self.capacity:g}), got {tokens!r}")
         self._tokens = start
         self._last = clock()
+        if isinstance(self._last, bool) or not isinstance(self._last, (int, float)) or not math.isfinite(self._last):
+            raise ValueError(f"clock must read a finite number of seconds, got {self._last!r}")
         self._lock = threading.Lock()
 
     def _refill(self, now: float) -> None:
         # Called with the lock held. A negative elapsed (a clock that stepped back) earns nothing, and
         # `last` follows the clock so the bucket resumes refilling from the new reading at once.
+        if isinstance(now, bool) or not isinstance(now, (int, float)) or not math.isfinite(now):
+            raise ValueError(f"the clock must read a finite number of seconds, got {now!r}")
         elapsed = now - self._last
         if elapsed > 0:
             self._tokens = min(self.capacity, self._tokens + elapsed * self.rate)

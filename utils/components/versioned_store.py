@@ -23,6 +23,12 @@ The rules, stated once (tests/components/test_versioned_store.py holds each of t
   sees a version list and its value list out of step.
 Bad arguments raise ValueError (or its subclass OutOfOrderWrite) with one line naming the argument.
 
+The contract, MVCC's (a read names one version and sees the whole store as of it), kept for every input
+(tests/components/test_versioned_store_adversarial.py races writers against readers): `snapshot()` with no
+version pins the newest version once, so every key in it is read at that one version, never some at one
+and some at a later one; a key must be hashable and equal to itself (a NaN key could be written and never
+read back) and may not be a bool (True and 1 would be one key): ValueError otherwise.
+
 Chapters: versioned-kv-store.
 """
 from __future__ import annotations
@@ -54,6 +60,15 @@ def _version(v, name: str = "version") -> int:
     return v
 
 
+def _key(key) -> None:
+    try:
+        hash(key)
+    except TypeError:
+        raise ValueError(f"key must be hashable, got {type(key).__name__}") from None
+    if isinstance(key, bool) or key != key:
+        raise ValueError(f"key must equal itself and not be a bool, got {key!r}")
+
+
 @dataclass
 class _History:
     versions: list = field(default_factory=list)
@@ -77,6 +92,7 @@ class VersionedStore:
             return self._clock
 
     def _write(self, key, value, version) -> int:
+        _key(key)
         with self._lock:
             v = self._clock + 1 if version is None else _version(version)
             h = self._keys.setdefault(key, _History())
@@ -106,6 +122,7 @@ class VersionedStore:
 
     def get(self, key, version: int | None = None):
         """The key's value as of `version` (default: the newest), or `missing`."""
+        _key(key)
         with self._lock:
             v = self._clock if version is None else _version(version)
             h = self._keys.get(key)
@@ -120,6 +137,7 @@ class VersionedStore:
         """Every live key and its value as of `version`."""
         with self._lock:
             keys = list(self._keys)
+            version = self._clock if version is None else _version(version)   # one version for every key
         out = {}
         for k in keys:
             value = self.get(k, version)

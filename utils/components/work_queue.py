@@ -17,6 +17,12 @@ run_pool runs the pool to the end and reports what happened; the buggy variants 
 a timeout: a hang is detected with join(timeout), then released (the missing sentinels sent, the
 queue drained, the orphaned tasks marked done), so no thread is ever left behind.
 
+The contract for every input (tests/components/test_work_queue_adversarial.py feeds each): every item that
+entered the queue is processed or recorded as failed, whatever the handler raises (SystemExit and
+KeyboardInterrupt included: a worker thread is no place for them to end the pool); no thread is left
+alive; workers and maxsize are whole numbers (workers >= 1, maxsize >= 0) and timeout a finite number > 0,
+else ValueError.
+
 Chapters: queue-shutdown.
 """
 from __future__ import annotations
@@ -72,7 +78,7 @@ def worker(q: queue.Queue, handle, rep: Report) -> None:
                 return
             try:
                 handle(item)
-            except Exception as e:          # record it and keep consuming: the loop outlives any item
+            except BaseException as e:      # record it and keep consuming: the loop outlives any item
                 rep.fail(item, e)
             else:
                 rep.ok(item)
@@ -102,7 +108,7 @@ def produce(q: queue.Queue, items, rep: Report) -> None:
         for item in items:
             q.put(item)                     # blocks while the queue is full: backpressure
             rep.put += 1
-    except Exception as e:                  # the source failed: record it; run_pool still shuts down
+    except BaseException as e:              # the source failed: record it; run_pool still shuts down
         rep.producer_error = f"{type(e).__name__}: {e}"
 
 
@@ -120,8 +126,11 @@ def run_pool(items, handle, *, workers: int = 4, maxsize: int = 8, sentinels: st
     `timeout` bounds each wait (it costs nothing when nothing hangs)."""
     if sentinels not in SENTINELS or on_error not in ON_ERROR:
         raise ValueError(f"sentinels must be one of {SENTINELS} and on_error one of {ON_ERROR}")
-    if workers < 1 or maxsize < 0:
-        raise ValueError(f"need workers >= 1 and maxsize >= 0, got {workers} and {maxsize}")
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (workers, maxsize)) \
+            or workers < 1 or maxsize < 0:
+        raise ValueError(f"need whole numbers workers >= 1 and maxsize >= 0, got {workers!r} and {maxsize!r}")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf"):
+        raise ValueError(f"timeout must be a finite number > 0, got {timeout!r}")
     rep = Report(n_items=0)
     q: queue.Queue = queue.Queue(maxsize)
     target = worker if on_error == "record" else dying_worker

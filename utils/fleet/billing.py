@@ -15,15 +15,23 @@ one source of tokens, so the gateway's copy of the usage is never added to the e
 the gateway retried elsewhere is the platform's cost, not the tenant's.
 
 The rules (tests/fleet/test_billing.py injects a fault for each):
-- An event's key is source:request:attempt, the PRIMARY KEY of `events`; ingest is INSERT OR IGNORE
-  inside BEGIN IMMEDIATE, so a redelivered or resent event is counted once, however many writers race.
+- An event's key is source:request:attempt, the PRIMARY KEY of `events`; ingest is an INSERT ... ON
+  CONFLICT(key) DO NOTHING inside BEGIN IMMEDIATE (SQLite's WAL, one writer at a time), so a redelivered or
+  resent event is counted once, however many writers (threads or processes) race. "duplicate" means the
+  same event is stored: a key that arrives with other usage (another tenant, engine, token count or
+  time) is refused with ValueError and counted nowhere, as Stripe refuses a key reused with another
+  request. The conflict clause names the key alone, so a NOT NULL or CHECK violation is never swallowed
+  as a duplicate: ingest validates every field first (names: non-empty UTF-8 strings of at most MAX_NAME
+  characters; tokens, attempt, event_time: whole numbers, not bools, not NaN) and an invalid event raises
+  ValueError with nothing stored. A write that did not happen is never answered as one that did.
 - An event's month is the UTC month of its producer's timestamp, unless that timestamp is more than
   max_skew_s ahead of the ingest clock (a fast clock: nothing arrives before it happens): then the
   ingest clock's month, and the event is flagged. A slow clock is indistinguishable from a delayed
   delivery; the watermark bounds it.
 - A month closes only when the ingest clock has passed its end plus lateness_s (the watermark). An
-  event for a closed month is never added to the closed invoice: it is booked in the month it arrived,
-  as a late line, and the reconciliation of its own month names it. An engine attempt is billed in the
+  event for a closed month, or for any month the watermark has passed (an epoch timestamp from a broken
+  clock: a month that will never close), is never added to that month's invoice: it is booked in the month
+  it arrived, as a late line, and the reconciliation of its own month names it. An engine attempt is billed in the
   later of its own booking and its gateway event's: the pair is complete only when both have arrived.
 - Money is Decimal: tokens are summed as integers and each invoice line is priced once, tokens x price
   per million, rounded half up to the cent (utils.components.gpu_hours' money rules; a float price is refused).
@@ -42,6 +50,8 @@ from decimal import ROUND_HALF_UP, Decimal
 from utils.components.gpu_hours import CENT, price_of
 
 SOURCES = ("gateway", "engine")
+MAX_NAME = 256                                # characters of a request, engine or tenant name
+MAX_INT = 2 ** 63 - 1                         # SQLite's INTEGER
 POLICIES = ("delivered", "all-attempts", "both-sources")   # the first is the bill; the others are the bugs
 
 SCHEMA = """
@@ -114,6 +124,24 @@ class Reconciliation:
         return not any(self.missing.values()) and self.over == 0 and self.late == 0
 
 
+def _validate(ev: Event) -> None:
+    """ValueError naming the first field a store could not keep as given (checked before any write)."""
+    if ev.source not in SOURCES:
+        raise ValueError(f"source must be one of {SOURCES}, got {ev.source!r}")
+    for name in ("request", "engine", "tenant"):
+        v = getattr(ev, name)
+        if not isinstance(v, str) or not 1 <= len(v) <= MAX_NAME:
+            raise ValueError(f"{name} must be a string of 1 to {MAX_NAME} characters, got {v!r:.80}")
+        try:
+            v.encode()
+        except UnicodeEncodeError:
+            raise ValueError(f"{name} is not valid UTF-8 (a lone surrogate): {v!r:.80}") from None
+    for name, low in (("tokens", 0), ("attempt", 1), ("event_time", 0)):
+        v = getattr(ev, name)
+        if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= MAX_INT:
+            raise ValueError(f"{name} must be a whole number >= {low}, got {v!r}")
+
+
 def month_of(ts: int) -> str:
     return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m")
 
@@ -158,10 +186,7 @@ class Pipeline:
 
     # --- ingest: exactly once per key ------------------------------------------------------------------
     def ingest(self, ev: Event) -> str:
-        if ev.source not in SOURCES:
-            raise ValueError(f"source must be one of {SOURCES}, got {ev.source!r}")
-        if not isinstance(ev.tokens, int) or ev.tokens < 0 or not isinstance(ev.attempt, int) or ev.attempt < 1:
-            raise ValueError(f"tokens must be a whole number >= 0 and attempt >= 1, got {ev.tokens!r}, {ev.attempt!r}")
+        _validate(ev)
         now = int(self.clock())
         # A timestamp from the future is a fast clock: nothing arrives before it happens. A slow clock looks
         # like a delayed delivery, which is legitimate; the watermark and the late line bound that side.
@@ -171,13 +196,20 @@ class Pipeline:
         key = ev.key if self.dedupe else f"{ev.key}:{uuid.uuid4().hex}"
         self.db.execute("BEGIN IMMEDIATE")
         try:
-            booked = month if not self._is_closed(month) else month_of(now)
+            open_ = not self._is_closed(month) and self.watermark() < month_end(month)
+            booked = month if open_ else month_of(now)
             if booked != month and self.late == "drop":      # the bug: "that month is closed", discarded
                 self.db.execute("COMMIT")
                 return "dropped"
-            cur = self.db.execute("INSERT OR IGNORE INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            cur = self.db.execute("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                                  "ON CONFLICT(key) DO NOTHING",
                                   (key, ev.source, ev.request, ev.attempt, ev.engine, ev.tenant, ev.tokens,
                                    ev.event_time, now, month, booked, int(skewed)))
+            if cur.rowcount != 1:
+                stored = self.db.execute("SELECT source, request, attempt, engine, tenant, tokens, event_time "
+                                         "FROM events WHERE key = ?", (key,)).fetchone()
+                if stored != (ev.source, ev.request, ev.attempt, ev.engine, ev.tenant, ev.tokens, ev.event_time):
+                    raise ValueError(f"key {key!r} is already stored for another event: refused, nothing counted")
             self.db.execute("INSERT INTO deliveries VALUES (?, 1) ON CONFLICT(key) DO UPDATE SET n = n + 1", (key,))
             self.db.execute("COMMIT")
         except BaseException:
@@ -355,3 +387,32 @@ def trial(path, fault: str = "none", *, defended: bool = True, n_requests: int =
                     owed_amount=sum((money(sum(r["tokens"] for r in reqs if r["tenant"] == t and month_of(r["t"]) == MONTH),
                                            price_of(price_per_mtok)) for t in sorted({r["tenant"] for r in reqs})),
                                     Decimal("0.00")))
+
+
+# --- the contract, small and in-process (the chapter's check; the tests run the full set) ------------------
+def contract_scenarios(path) -> dict:
+    """Invalid events, a key reused with other usage, an epoch timestamp, on a fresh file at `path`:
+    {scenarios, held}. The full set (writer processes killed mid-ingest) is the adversarial test file's."""
+    from dataclasses import replace
+    now = [T0 + 1000]
+    good = Event("engine", "req-1", 1, "eng-a", "acme", 800, T0 + 100)
+    bad = [dict(tenant=None), dict(tenant=""), dict(engine=None), dict(request="\ud800"), dict(tokens=float("nan")),
+           dict(tokens=True), dict(tokens=-1), dict(attempt=0), dict(event_time=None), dict(event_time=1.5)]
+    held = 0
+    with Pipeline(path, clock=lambda: now[0]) as p:
+        count = lambda: p.db.execute("SELECT COUNT(*) FROM events").fetchone()[0]     # noqa: E731
+        for b in bad:                                  # refused, nothing stored: never a "duplicate"
+            try:
+                p.ingest(replace(good, **b))
+            except ValueError:
+                held += count() == 0
+        held += p.ingest(good) == "new" and p.ingest(good) == "duplicate"
+        try:                                           # the same key with other usage: refused
+            p.ingest(replace(good, tokens=900))
+        except ValueError:
+            held += p.db.execute("SELECT tokens FROM events").fetchall() == [(800,)]
+        for source in SOURCES:                         # a broken clock at the epoch: billed where it arrived
+            p.ingest(Event(source, "r-0", 1, "eng-a", "beta", 500, 0))
+        now[0] = month_end(MONTH) + p.lateness_s
+        held += p.close(MONTH).get("beta", (0,))[0] == 500
+    return dict(scenarios=len(bad) + 3, held=held)

@@ -17,9 +17,18 @@ The rules, stated once (tests/fleet/test_ledger.py holds each of them):
 - The debit path is one transaction: BEGIN IMMEDIATE takes SQLite's write lock before the balance is
   read, so the check (balance, the day's spend against the cap) and the insert of the pair of entries
   are one atomic step. Two writers cannot both read the same balance and both spend it.
-- Every transaction carries an idempotency key, UNIQUE in `txns`: a retried debit finds its key and
-  returns the first answer, nothing posted. A refused debit stores nothing, so a retry after a top-up
-  can post. The constraint also fails a racing duplicate on a store without a write lock.
+- Every transaction carries an idempotency key, UNIQUE in `txns`, stored with the fingerprint of its
+  request (the call, the team or job, the amount: Stripe's rule, and the API chapter's request hash). A
+  retried call with the same request finds its key and returns the first answer (`replayed`), nothing
+  posted; the same key with another request (another amount, team, job or call) is refused (`conflict`,
+  nothing posted; `meter` raises ValueError): a key never means two things. A refused debit stores
+  nothing, so a retry after a top-up can post. The constraint also fails a racing duplicate on a store
+  without a write lock.
+- Validation before the transaction: amounts are whole GPU-seconds from 1 to MAX_AMOUNT (not bools, not
+  floats, not NaN), keys and names UTF-8 strings of 1 to MAX_NAME characters; anything else raises
+  ValueError (an unknown team KeyError) with nothing posted. Processes may share one file: SQLite's WAL
+  and BEGIN IMMEDIATE make each call one transaction, so a process killed mid-call posts all of it or none
+  (tests/fleet/test_ledger_adversarial.py kills one).
 - Spend rate: a team's debits in one UTC day may not exceed its cap in GPU-hours a day.
 - The empty account: a job cannot start unless the team can fund a hold of gpus x grace_s (moved into
   an escrow account for the job). A running job is metered; when the team's balance (or its cap) cannot
@@ -35,6 +44,8 @@ import sqlite3
 import time
 from dataclasses import dataclass
 
+MAX_AMOUNT = 2 ** 53          # GPU-seconds in one call: far beyond any fleet, and SUM stays exact
+MAX_NAME = 255               # characters of a key, team or job name
 SECONDS_PER_HOUR = 3600
 SECONDS_PER_DAY = 86400
 MINT, USAGE = "mint", "usage"
@@ -48,6 +59,7 @@ CREATE TABLE IF NOT EXISTS accounts (
 CREATE TABLE IF NOT EXISTS txns (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     key TEXT NOT NULL UNIQUE,                          -- the idempotency key
+    request TEXT NOT NULL,                             -- the fingerprint of the request the key was used for
     kind TEXT NOT NULL,
     team TEXT,
     day INTEGER NOT NULL,                              -- UTC day number, for the spend-rate rule
@@ -79,7 +91,7 @@ def gpu_hours(h) -> int:
 
 @dataclass(frozen=True)
 class Posted:
-    status: str            # posted | replayed | insufficient | over_cap | refused
+    status: str            # posted | replayed | conflict | insufficient | over_cap
     txn: int | None        # the transaction id (the first one, for a replay)
     balance: int           # the team's balance after, GPU-seconds
 
@@ -127,16 +139,20 @@ class Ledger:
         return self.db.execute("SELECT COALESCE(SUM(amount), 0) FROM txns WHERE team = ? AND day = ? "
                                "AND kind IN ('debit', 'meter')", (team, self._day())).fetchone()[0]
 
-    def _replay(self, key: str, team: str | None):
-        row = self.db.execute("SELECT id FROM txns WHERE key = ?", (key,)).fetchone()
-        return None if row is None else Posted("replayed", row[0], self.balance(team) if team else 0)
+    def _replay(self, key: str, team: str | None, request: str):
+        """None for a new key; `replayed` for the same request again; `conflict` for another request."""
+        row = self.db.execute("SELECT id, request FROM txns WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        bal = self.balance(team) if team else 0
+        return Posted("replayed", row[0], bal) if row[1] == request else Posted("conflict", None, bal)
 
-    def _post(self, key, kind, team, moves) -> int:
+    def _post(self, key, kind, team, moves, request: str) -> int:
         """Insert one transaction and its entries: moves = [(account, amount)], summing to zero."""
         assert sum(a for _, a in moves) == 0, "a transaction's entries must sum to zero"
         amount = sum(a for _, a in moves if a > 0)
-        cur = self.db.execute("INSERT INTO txns (key, kind, team, day, amount) VALUES (?, ?, ?, ?, ?)",
-                              (key, kind, team, self._day(), amount))
+        cur = self.db.execute("INSERT INTO txns (key, request, kind, team, day, amount) VALUES (?, ?, ?, ?, ?, ?)",
+                              (key, request, kind, team, self._day(), amount))
         self.db.executemany("INSERT INTO entries VALUES (?, ?, ?)", [(cur.lastrowid, a, m) for a, m in moves])
         return cur.lastrowid
 
@@ -148,18 +164,21 @@ class Ledger:
 
     def grant(self, team: str, amount: int, *, key: str) -> Posted:
         _check_amount(amount)
+        req = _request("grant", key=key, team=team, amount=amount)
         with self._tx():
-            if (r := self._replay(key, team)) is not None:
+            if (r := self._replay(key, team, req)) is not None:
                 return r
-            txn = self._post(key, "grant", team, [(MINT, -amount), (team, amount)])
+            self._cap(team)                                # an unknown team: KeyError, nothing posted
+            txn = self._post(key, "grant", team, [(MINT, -amount), (team, amount)], req)
             return Posted("posted", txn, self.balance(team))
 
     # --- the debit path: one transaction ------------------------------------------------------------
     def debit(self, team: str, amount: int, *, key: str) -> Posted:
         """Spend `amount` GPU-seconds of `team`'s credit, once per key, never below zero or over the cap."""
         _check_amount(amount)
+        req = _request("debit", key=key, team=team, amount=amount)
         with self._tx():                                   # BEGIN IMMEDIATE: the write lock, before the read
-            if (r := self._replay(key, team)) is not None:
+            if (r := self._replay(key, team, req)) is not None:
                 return r
             cap = self._cap(team)
             bal = self.balance(team)
@@ -167,7 +186,7 @@ class Ledger:
                 return Posted("insufficient", None, bal)
             if cap is not None and self.spent_today(team) + amount > cap:
                 return Posted("over_cap", None, bal)
-            txn = self._post(key, "debit", team, [(team, -amount), (USAGE, amount)])
+            txn = self._post(key, "debit", team, [(team, -amount), (USAGE, amount)], req)
             return Posted("posted", txn, bal - amount)
 
     def debit_racy(self, team: str, amount: int, *, key: str, between=lambda: None) -> Posted:
@@ -179,7 +198,8 @@ class Ledger:
             return Posted("insufficient", None, bal)
         between()
         with self._tx():
-            txn = self._post(key, "debit", team, [(team, -amount), (USAGE, amount)])
+            txn = self._post(key, "debit", team, [(team, -amount), (USAGE, amount)],
+                             _request("debit", key=key, team=team, amount=amount))
         return Posted("posted", txn, bal - amount)
 
     def _cap(self, team: str):
@@ -196,10 +216,12 @@ class Ledger:
     def start_job(self, job: str, team: str, *, gpus: int, grace_s: int, key: str) -> Posted:
         """Admit a job only if the team can fund its checkpoint window: gpus x grace_s into escrow."""
         _check_amount(gpus)
+        _check_amount(grace_s)
         hold = gpus * grace_s
         _check_amount(hold)
+        req = _request("start", key=key, job=job, team=team, gpus=gpus, grace_s=grace_s)
         with self._tx():
-            if (r := self._replay(key, team)) is not None:
+            if (r := self._replay(key, team, req)) is not None:
                 return r
             bal = self.balance(team)
             if bal < hold:
@@ -207,39 +229,50 @@ class Ledger:
             escrow = f"hold:{job}"
             self.db.execute("INSERT INTO accounts VALUES (?, 'escrow', NULL)", (escrow,))
             self.db.execute("INSERT INTO jobs VALUES (?, ?, ?, 'running')", (job, team, gpus))
-            txn = self._post(key, "hold", team, [(team, -hold), (escrow, hold)])
+            txn = self._post(key, "hold", team, [(team, -hold), (escrow, hold)], req)
             return Posted("posted", txn, bal - hold)
 
     def meter(self, job: str, seconds: int, *, key: str) -> str:
         """Charge `seconds` of the job's GPUs. Returns the job's state: running while the team pays;
         draining once the hold pays (checkpoint now); stopped when the hold is spent."""
         _check_amount(seconds)
+        req = _request("meter", key=key, job=job, seconds=seconds)
         with self._tx():
-            team, gpus, state = self.db.execute("SELECT team, gpus, state FROM jobs WHERE id = ?", (job,)).fetchone()
-            if self._replay(key, None) is not None or state in ("stopped", "finished"):
+            team, gpus, state = self._job(job)
+            r = self._replay(key, None, req)
+            if r is not None and r.status == "conflict":
+                raise ValueError(f"key {key!r} was already used for another request: nothing metered")
+            if r is not None or state in ("stopped", "finished"):
                 return state
             amount, escrow = gpus * seconds, f"hold:{job}"
             if state == "running" and self.balance(team) >= amount and not self._over_cap(team, amount):
-                self._post(key, "meter", team, [(team, -amount), (USAGE, amount)])
+                self._post(key, "meter", team, [(team, -amount), (USAGE, amount)], req)
                 return "running"
             paid = min(amount, self.balance(escrow))
             if paid:
-                self._post(key, "meter_hold", team, [(escrow, -paid), (USAGE, paid)])
+                self._post(key, "meter_hold", team, [(escrow, -paid), (USAGE, paid)], req)
             state = "draining" if self.balance(escrow) > 0 else "stopped"
             self.db.execute("UPDATE jobs SET state = ? WHERE id = ?", (state, job))
             return state
 
     def finish_job(self, job: str, *, key: str) -> Posted:
         """The job ended (or stopped): what is left of its hold goes back to the team."""
+        req = _request("finish", key=key, job=job)
         with self._tx():
-            team, = self.db.execute("SELECT team FROM jobs WHERE id = ?", (job,)).fetchone()
-            if (r := self._replay(key, team)) is not None:
+            team, _, _ = self._job(job)
+            if (r := self._replay(key, team, req)) is not None:
                 return r
             escrow = f"hold:{job}"
             left = self.balance(escrow)
             self.db.execute("UPDATE jobs SET state = 'finished' WHERE id = ? AND state != 'stopped'", (job,))
-            txn = self._post(key, "release", team, [(escrow, -left), (team, left)]) if left else None
+            txn = self._post(key, "release", team, [(escrow, -left), (team, left)], req) if left else None
             return Posted("posted", txn, self.balance(team))
+
+    def _job(self, job: str) -> tuple:
+        row = self.db.execute("SELECT team, gpus, state FROM jobs WHERE id = ?", (job,)).fetchone()
+        if row is None:
+            raise KeyError(f"no job {job!r}")
+        return row
 
     def job_state(self, job: str) -> str:
         return self.db.execute("SELECT state FROM jobs WHERE id = ?", (job,)).fetchone()[0]
@@ -270,8 +303,27 @@ class _Immediate:
 
 
 def _check_amount(x):
-    if not isinstance(x, int) or isinstance(x, bool) or x <= 0:
-        raise ValueError(f"an amount must be a whole number of GPU-seconds > 0, got {x!r}")
+    if not isinstance(x, int) or isinstance(x, bool) or not 0 < x <= MAX_AMOUNT:
+        raise ValueError(f"an amount must be a whole number of GPU-seconds from 1 to {MAX_AMOUNT}, got {x!r}")
+
+
+def _name(what: str, v) -> str:
+    if not isinstance(v, str) or not 1 <= len(v) <= MAX_NAME:
+        raise ValueError(f"{what} must be a string of 1 to {MAX_NAME} characters, got {v!r:.80}")
+    try:
+        v.encode()
+    except UnicodeEncodeError:
+        raise ValueError(f"{what} is not valid UTF-8 (a lone surrogate): {v!r:.80}") from None
+    return v
+
+
+def _request(call: str, *, key, **fields) -> str:
+    """The fingerprint a key is bound to: the call and its arguments, canonical (names checked here)."""
+    _name("key", key)
+    for what in ("team", "job"):
+        if what in fields:
+            _name(what, fields[what])
+    return call + "".join(f"|{k}={v}" for k, v in sorted(fields.items()))
 
 
 # --- the capacity arithmetic: allocation by share, with borrowing ----------------------------------------
@@ -307,3 +359,27 @@ def static_quota(capacity: int, shares: dict, demands: dict) -> dict:
     """Static quotas, for contrast: a team gets at most its share of the fleet, and idle quota idles."""
     w = sum(shares.values())
     return {t: min(int(demands.get(t, 0)), int(capacity * s / w)) for t, s in shares.items()}
+
+
+# --- the contract, small and in-process (the chapter's check; the tests run the full set) ------------------
+def contract_scenarios(path) -> dict:
+    """A key reused with another amount, team or call, hostile names and amounts, on a fresh file at
+    `path`: {scenarios, held}. The full set (processes killed mid-debit) is the adversarial test file's."""
+    with Ledger(path, clock=lambda: 86400 * 20_000) as led:
+        for team in ("vision", "speech"):
+            led.open_team(team)
+            led.grant(team, gpu_hours(10), key=f"g-{team}")
+        held = led.debit("vision", 900, key="tick-1").status == "posted"
+        held += led.debit("vision", 900, key="tick-1").status == "replayed"
+        before = led.audit()
+        reused = [led.debit("vision", 4500, key="tick-1"), led.debit("speech", 900, key="tick-1"),
+                  led.grant("vision", 900, key="tick-1")]
+        held += sum(r.status == "conflict" for r in reused) == len(reused) and led.audit() == before
+        hostile = [(None, 10, "k"), ("", 10, "k"), ("\ud800", 10, "k"), ("vision", 10, None), ("vision", 10.0, "k"),
+                   ("vision", float("nan"), "k"), ("vision", True, "k"), ("vision", -5, "k"), ("nobody", 10, "k")]
+        for team, amount, key in hostile:
+            try:
+                led.debit(team, amount, key=key)
+            except (ValueError, KeyError):
+                held += led.audit() == before
+    return dict(scenarios=3 + len(hostile), held=held)

@@ -11,7 +11,11 @@ RESP (the Redis serialization protocol, version 2): a command is an array of bul
 Arguments are sent as bytes: str is UTF-8, int as its decimal digits, float as repr (the shortest
 string that reads back as the same double, so a Lua `tonumber` on the server gets the exact value).
 An error reply raises RespError (its first word, e.g. NOSCRIPT, is `.code`) and leaves the connection
-usable: the reply was read in full. One connection is not thread-safe; give each thread its own.
+usable: the reply was read in full. Any other failure inside a call (a timeout, a reset, a reply cut short)
+closes the connection for good: its reply may still arrive, and read by the next command it would answer
+that command, so a later call raises ConnectionError and the caller opens a new one. An argument that
+cannot be sent exactly (a lone surrogate, a NaN, None, a bool) raises before anything is sent. One
+connection is not thread-safe; give each thread its own.
 
 Chapters: none directly (used by utils.serving.token_limits).
 """
@@ -34,9 +38,11 @@ def _arg(a) -> bytes:
     if isinstance(a, bool):                    # a bool is an int in Python; Redis has no booleans
         raise TypeError("send 0 or 1, not a bool")
     if isinstance(a, float):
+        if a != a:
+            raise ValueError("cannot send NaN: Lua's tonumber reads it as nil")
         return repr(a).encode()
     if isinstance(a, (int, str)):
-        return str(a).encode()
+        return str(a).encode()                 # a lone surrogate raises UnicodeEncodeError (a ValueError)
     raise TypeError(f"cannot send {type(a).__name__} to Redis")
 
 
@@ -55,6 +61,7 @@ class Resp:
         # Small commands, one round trip each: Nagle's algorithm would hold each one back for an ACK.
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.rfile = self.sock.makefile("rb")
+        self.broken = False
 
     def close(self) -> None:
         self.rfile.close()
@@ -96,10 +103,21 @@ class Resp:
             return items
         raise ConnectionError(f"unknown RESP type byte {kind!r}")
 
+    def _exchange(self, payload: bytes, n: int) -> list:
+        """Send, then read n replies; any failure but an error reply closes the connection for good."""
+        if self.broken:
+            raise ConnectionError("this connection failed mid-command and was closed: open a new one")
+        try:
+            self.sock.sendall(payload)
+            return [self._read() for _ in range(n)]
+        except BaseException:
+            self.broken = True
+            self.close()
+            raise
+
     def call(self, *args):
         """Send one command and return its reply; an error reply raises RespError."""
-        self.sock.sendall(encode(*args))
-        r = self._read()
+        r = self._exchange(encode(*args), 1)[0]
         if isinstance(r, RespError):
             raise r
         return r
@@ -107,5 +125,4 @@ class Resp:
     def pipeline(self, commands) -> list:
         """Send every command in one write, then read every reply in order (one round trip in all).
         Error replies come back in the list as RespError objects; nothing raises halfway."""
-        self.sock.sendall(b"".join(encode(*c) for c in commands))
-        return [self._read() for _ in commands]
+        return self._exchange(b"".join(encode(*c) for c in commands), len(commands))

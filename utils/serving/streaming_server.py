@@ -29,6 +29,18 @@ The rules (tests/serving/test_streaming_server.py holds each of them):
 - Tokens are a pure function of (prompt, offset), so a test can compare any delivery with the reference
   answer: `reference(prompt, n)`.
 
+The contract for every input a client can send (tests/serving/test_streaming_server_adversarial.py feeds each,
+and kills client processes mid-stream): asyncio's own rules, bounded buffers, timeouts and abort().
+- Validation at the boundary: a request is one JSON object on one line of at most MAX_LINE bytes, read within
+  `request_timeout_s` (a connection that stays quiet is answered with an error line and closed: it holds no
+  task for ever). prompt: a string of at most MAX_PROMPT characters that UTF-8 can encode (a lone surrogate
+  cannot); tokens: a whole number from 1 to `max_tokens`; key: a string of at most MAX_KEY characters, or
+  absent; resume and offset: whole numbers >= 0. Anything else is answered with one error line, nothing
+  started.
+- No single request stops the others. The engine is guarded: a stream whose step raises is cancelled (its
+  clients get an error line, its slot is freed, `failed` counts it) and the step goes on with the rest. It is
+  supervised too: were the loop itself to raise, it is restarted (`engine_restarts` counts it).
+
 Chapters: streaming-connections.
 """
 from __future__ import annotations
@@ -36,6 +48,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import math
 import socket
 from dataclasses import dataclass, field
 
@@ -43,6 +56,9 @@ from utils.components.idempotent_api import request_hash
 
 PAD = 1000         # bytes of padding per event: a token event with its metadata, large enough that a stalled
                    # reader fills the small socket buffers of the test in tens of events
+MAX_LINE = 64 * 1024   # bytes of one request line (asyncio's default StreamReader limit)
+MAX_PROMPT = 16_384    # characters of a prompt
+MAX_KEY = 255          # characters of an idempotency key (Stripe's limit)
 
 
 def token(prompt: str, i: int) -> str:
@@ -98,13 +114,15 @@ class Conn:
 class StreamingServer:
     def __init__(self, *, slots: int = 4, step_s: float = 0.001, buffer_events: int = 8,
                  grace_steps: int = 50, retain_steps: int = 10_000, blocking: bool = False,
-                 sndbuf: int = 4096):
+                 sndbuf: int = 4096, request_timeout_s: float = 10.0, max_tokens: int = 1_000_000):
         for name, v in (("slots", slots), ("buffer_events", buffer_events), ("grace_steps", grace_steps),
-                        ("retain_steps", retain_steps), ("sndbuf", sndbuf)):
+                        ("retain_steps", retain_steps), ("sndbuf", sndbuf), ("max_tokens", max_tokens)):
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name} must be a whole number >= 1, got {v!r}")
-        if not step_s > 0:
-            raise ValueError(f"step_s must be > 0, got {step_s!r}")
+        for name, v in (("step_s", step_s), ("request_timeout_s", request_timeout_s)):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+                raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
+        self.request_timeout_s, self.max_tokens = request_timeout_s, max_tokens
         self.n_slots, self.step_s, self.buffer_events = slots, step_s, buffer_events
         self.grace_steps, self.retain_steps, self.blocking, self.sndbuf = grace_steps, retain_steps, blocking, sndbuf
         self.free = list(range(slots))
@@ -115,6 +133,8 @@ class StreamingServer:
         self.started = 0                                  # generations started (slots ever taken)
         self.cuts = 0                                     # slow readers cut
         self.cancelled = 0                                # streams cancelled after the grace
+        self.failed = 0                                   # streams ended because their step raised
+        self.engine_restarts = 0                          # times the supervisor restarted the engine loop
         self.tasks: set[asyncio.Task] = set()
         self.open_writers: set[asyncio.StreamWriter] = set()
         self._server = None
@@ -125,7 +145,7 @@ class StreamingServer:
     async def start(self):
         self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
         self.port = self._server.sockets[0].getsockname()[1]
-        self._engine = asyncio.create_task(self._engine_loop())
+        self._engine = asyncio.create_task(self._supervise())
         return self
 
     async def close(self):
@@ -145,6 +165,15 @@ class StreamingServer:
         return self.n_slots - len(self.free)
 
     # --- the engine: one token per running stream per step, never awaiting a reader ---------------
+    async def _supervise(self):
+        """Restart the engine loop if it ever raises: no request can leave the server without an engine."""
+        while True:
+            try:
+                await self._engine_loop()
+            except Exception:                              # CancelledError (close) is not caught
+                self.engine_restarts += 1
+                await asyncio.sleep(self.step_s)
+
     async def _engine_loop(self):
         loop = asyncio.get_running_loop()
         tick = loop.time()
@@ -171,7 +200,11 @@ class StreamingServer:
             else:
                 s.detached_steps = 0
             i = len(s.log)
-            s.log.append(token(s.prompt, i))
+            try:
+                s.log.append(token(s.prompt, i))
+            except Exception as e:                         # guarded: this stream ends, the others go on
+                self._fail(s, e)
+                continue
             s.slot_steps += 1
             event = (i, s.log[i])
             for c in list(s.conns):
@@ -198,6 +231,17 @@ class StreamingServer:
         if state == "cancelled":
             self._forget(s)                                # a cancelled stream cannot be resumed
 
+    def _fail(self, s: Stream, e: Exception):
+        self.failed += 1
+        line = (json.dumps({"error": f"stream failed: {type(e).__name__}"}) + "\n").encode()
+        for c in list(s.conns):
+            s.conns.discard(c)
+            c.cut = True
+            if not c.writer.is_closing():
+                c.writer.write(line)
+                c.writer.close()
+        self._release(s, "cancelled")
+
     def _forget(self, s: Stream):
         self.streams.pop(s.id, None)
         if s.key is not None and self.keys.get(s.key, (None, None))[1] == s.id:
@@ -220,10 +264,21 @@ class StreamingServer:
         writer.transport.set_write_buffer_limits(high=self.sndbuf)
         conn, stream, watcher = None, None, None
         try:
-            line = await reader.readline()
-            if not line:
-                return
-            stream, start, replayed, error = self._open(json.loads(line))
+            try:
+                line = await asyncio.wait_for(reader.readline(), self.request_timeout_s)
+            except asyncio.TimeoutError:
+                line, error = None, f"no request line within {self.request_timeout_s:g} s"
+            except ValueError:                             # longer than the StreamReader's limit
+                line, error = None, f"request line longer than {MAX_LINE} bytes"
+            else:
+                if not line:
+                    return
+                try:
+                    stream, start, replayed, error = self._open(_parse(line))
+                except ValueError as e:
+                    line, error = None, str(e)
+            if line is None:
+                stream = None
             if error:
                 writer.write((json.dumps({"error": error}) + "\n").encode())
                 await writer.drain()
@@ -278,13 +333,16 @@ class StreamingServer:
             self.open_writers.discard(writer)
             self.tasks.discard(task)
 
-    def _open(self, req: dict):
+    def _open(self, req):
         """(stream, start offset, replayed, error): a new stream, a keyed retry, or a resume."""
+        problem = self._invalid(req)
+        if problem:
+            return None, 0, False, problem
         if req.get("resume") is not None:
             s = self.streams.get(req["resume"])
             if s is None:
                 return None, 0, False, "gone: no such stream (cancelled or forgotten)"
-            off = int(req.get("offset", 0))
+            off = req.get("offset", 0)
             if not 0 <= off <= len(s.log):
                 return None, 0, False, f"offset {off} is beyond the {len(s.log)} tokens generated"
             return s, off, True, None
@@ -294,7 +352,11 @@ class StreamingServer:
             digest, sid = self.keys[key]
             if digest != request_hash("POST", "/stream", body):
                 return None, 0, False, "idempotency key reused with another request"
-            return self.streams[sid], int(req.get("offset", 0)), True, None
+            s = self.streams[sid]
+            off = req.get("offset", 0)
+            if not off <= len(s.log):
+                return None, 0, False, f"offset {off} is beyond the {len(s.log)} tokens generated"
+            return s, off, True, None
         s = Stream(self._next_id, body["prompt"], int(body["tokens"]), key)
         self._next_id += 1
         self.streams[s.id] = s
@@ -302,6 +364,49 @@ class StreamingServer:
         if key is not None:
             self.keys[key] = (request_hash("POST", "/stream", body), s.id)
         return s, 0, False, None
+
+
+    def _invalid(self, req) -> str | None:
+        """The error line's text for a request this server will not serve, or None."""
+        if not isinstance(req, dict):
+            return "a request is one JSON object"
+        if req.get("resume") is not None:
+            for name in ("resume", "offset"):
+                if name in req and not _whole(req[name]):
+                    return f"{name} must be a whole number >= 0"
+            return None
+        prompt, n, key = req.get("prompt"), req.get("tokens"), req.get("key")
+        if not isinstance(prompt, str) or len(prompt) > MAX_PROMPT or not _utf8(prompt):
+            return f"prompt must be a UTF-8 string of at most {MAX_PROMPT} characters"
+        if not _whole(n) or not 1 <= n <= self.max_tokens:
+            return f"tokens must be a whole number from 1 to {self.max_tokens}"
+        if key is not None and (not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY or not _utf8(key)):
+            return f"key must be a UTF-8 string of 1 to {MAX_KEY} characters"
+        if "offset" in req and not _whole(req["offset"]):
+            return "offset must be a whole number >= 0"
+        return None
+
+
+def _whole(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _utf8(s: str) -> bool:
+    try:
+        s.encode()
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+def _parse(line: bytes):
+    """The request object; ValueError for a line that is not JSON (NaN and Infinity are not JSON)."""
+    def no_constant(c):
+        raise ValueError(c)
+    try:
+        return json.loads(line, parse_constant=no_constant)
+    except ValueError:                                     # UnicodeDecodeError is a ValueError
+        raise ValueError("a request is one line of JSON") from None
 
 
 def _event(i: int, t: str) -> bytes:
@@ -338,6 +443,9 @@ async def read_events(reader, *, limit: int | None = None, stall: asyncio.Event 
         msg = json.loads(line)
         if msg.get("done"):
             out["done"] = True
+            break
+        if "error" in msg:                 # the server ended this stream (its step failed)
+            out["error"] = msg["error"]
             break
         out["offsets"].append(msg["i"])
         out["tokens"].append(msg["t"])
@@ -437,3 +545,38 @@ def scenario(**kw) -> dict:
     from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(asyncio.run, run_scenario(**kw)).result()
+
+
+# --- the contract, small and in-process (the chapter's check; the tests run the full set) ------------------
+HOSTILE = (b'{"prompt": "\\ud800", "tokens": 5}\n', b'{"prompt": "x", "tokens": 0}\n',
+           b'{"prompt": "x", "tokens": -3}\n', b'{"prompt": "x", "tokens": 2.5}\n', b'{"prompt": "x", "tokens": NaN}\n',
+           b'{"prompt": null, "tokens": 5}\n', b'[1, 2]\n', b'not json\n', b'{"resume": "0", "offset": 0}\n',
+           b'{"prompt": "x", "tokens": 5, "key": "\\udc00"}\n')
+
+
+async def _contract() -> dict:
+    server = await StreamingServer(slots=2, step_s=0.001, request_timeout_s=0.2).start()
+    refused = 0
+    for body in HOSTILE:                                  # each answered with an error line, nothing started
+        refused += "error" in (await asyncio.wait_for(request(server.port, body), 5.0))["header"]
+    _, w = await asyncio.open_connection("127.0.0.1", server.port)   # a client that never sends a line
+    await asyncio.sleep(0.4)
+    quiet_closed = len(server.tasks) == 0
+    w.close()
+    good = await asyncio.wait_for(request(server.port, request_line(prompt="after", tokens=20)), 5.0)
+    served = good["tokens"] == reference("after", 20) and server.started == 1
+    await server.close()
+    held = [refused == len(HOSTILE), quiet_closed, served, server.active_slots() == 0 and not server.open_writers]
+    return dict(scenarios=len(HOSTILE) + 3, held=refused + sum(held[1:3]) + held[3])
+
+
+def contract_scenarios() -> dict:
+    """Hostile requests, a quiet connection and a good request after them, on one loopback server:
+    {scenarios, held}. The full set (processes killed mid-stream) is the adversarial test file's."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_contract())
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, _contract()).result()

@@ -30,7 +30,20 @@ command interleaves between the read and the write, which is what makes one coun
 gateways. The clock of the Redis limiter is Redis's own TIME (one clock for every gateway: monotonic
 clocks on two hosts are not comparable), unless a clock is passed (the tests pass a fake one).
 Keys: "tl:{tenant:model}" and "tl:{tenant:model}:r:<request id>": the braces are a Redis Cluster hash
-tag, so a pair's bucket and its reservations live in one slot and one script may touch them all.
+tag, so a pair's bucket and its reservations live in one slot and one script may touch them all. Tenant
+and model are percent-encoded in the key (every character but letters, digits and "-_.~"), so no
+separator or brace inside a name can make two pairs share a key or split a pair's hash tag.
+
+The contract, redis-cell's (GCRA on the server's clock, one atomic script per decision), kept for every
+input (tests/serving/test_token_limits_adversarial.py runs it on Redis's real clock, with gateway processes
+killed mid-admission):
+- Over any window of T seconds a pair admits at most burst + rate x T tokens and requests, however many
+  gateways (processes, hosts) share the server, since every decision is one script on one clock.
+- A reservation lives `reservation_s` (Limits; an hour by default: the longest a reply may stream), not
+  the bucket's idle time: a reply that streams past the idle time still gets its refund, into a bucket
+  that has expired (and so reads full) or not.
+- Validation at the boundary: tenant, model and request id are UTF-8 strings of 1 to MAX_NAME characters;
+  counts are finite numbers >= 0 (not bools); anything else raises ValueError before a key is written.
 
 Chapters: token-rate-limits.
 """
@@ -56,9 +69,12 @@ class Limits:
     request_burst: float
     tokens_per_s: float
     token_burst: float
+    idle_margin_s: float = 60.0       # an untouched pair's state is kept this long past the time to fill
+    reservation_s: float = 3600.0     # a reservation is kept this long: the longest a reply may stream
 
     def __post_init__(self):
-        for name in ("requests_per_s", "request_burst", "tokens_per_s", "token_burst"):
+        for name in ("requests_per_s", "request_burst", "tokens_per_s", "token_burst", "idle_margin_s",
+                     "reservation_s"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
                 raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
@@ -69,7 +85,10 @@ class Limits:
         """How long an untouched pair's state is kept: past the time either bucket takes to fill, plus a
         minute, so a key that expires would have read full anyway."""
         fill = max(self.request_burst / self.requests_per_s, self.token_burst / self.tokens_per_s)
-        return int(math.ceil(fill * 1000)) + 60_000
+        return int(math.ceil(fill * 1000)) + int(math.ceil(self.idle_margin_s * 1000))
+
+    def reservation_ms(self) -> int:
+        return int(math.ceil(self.reservation_s * 1000))
 
 
 class Admission(NamedTuple):
@@ -84,6 +103,19 @@ class Settlement(NamedTuple):
     settled: bool           # False: no such reservation (already settled, never admitted, or expired)
     refunded: float         # max_tokens - output_tokens; negative when a reply overran (charged)
     tokens_left: float
+
+
+MAX_NAME = 256       # characters of a tenant, model or request id
+
+
+def _name(what: str, v) -> str:
+    if not isinstance(v, str) or not 1 <= len(v) <= MAX_NAME:
+        raise ValueError(f"{what} must be a string of 1 to {MAX_NAME} characters, got {v!r:.80}")
+    try:
+        v.encode()
+    except UnicodeEncodeError:
+        raise ValueError(f"{what} is not valid UTF-8 (a lone surrogate): {v!r:.80}") from None
+    return v
 
 
 def _count(name: str, v) -> float:
@@ -125,6 +157,7 @@ class TwoBucketLimiter:
 
     def admit(self, tenant: str, model: str, request_id: str, prompt_tokens: float, max_tokens: float) -> Admission:
         n = _count("prompt_tokens", prompt_tokens) + _count("max_tokens", max_tokens)
+        _names(tenant, model, request_id)
         now = self.clock()
         key = (tenant, model)
         with self._lock:
@@ -148,6 +181,7 @@ class TwoBucketLimiter:
 
     def settle(self, tenant: str, model: str, request_id: str, output_tokens: float) -> Settlement:
         used = _count("output_tokens", output_tokens)
+        _names(tenant, model, request_id)
         now = self.clock()
         key = (tenant, model)
         with self._lock:
@@ -161,6 +195,19 @@ class TwoBucketLimiter:
             refund = reserved - used
             tb.credit(refund)
             return Settlement(True, refund, tb._tokens)
+
+
+def pair_key(tenant: str, model: str) -> str:
+    """The pair's bucket key: names percent-encoded, so no separator or brace in a name makes two pairs share
+    a key or splits the hash tag."""
+    from urllib.parse import quote
+    return f"tl:{{{quote(_name('tenant', tenant), safe='')}:{quote(_name('model', model), safe='')}}}"
+
+
+def _names(tenant, model, request_id) -> None:
+    _name("tenant", tenant)
+    _name("model", model)
+    _name("request_id", request_id)
 
 
 # --- the same logic as two Lua scripts, run atomically by Redis -------------------------------------
@@ -212,7 +259,7 @@ end
 req = math.max(0, req - 1)
 tok = math.max(0, tok - n)
 save()
-redis.call('SET', KEYS[2], fmt(m), 'PX', idle)
+redis.call('SET', KEYS[2], fmt(m), 'PX', tonumber(ARGV[9]))   -- the reply's lifetime, not the bucket's idle
 return {1, fmt(0), fmt(n), fmt(req), fmt(tok)}
 """
 
@@ -242,7 +289,8 @@ class RedisTokenLimiter:
         self._src = {"admit": ADMIT_LUA, "settle": SETTLE_LUA}
 
     def _keys(self, tenant, model, request_id):
-        base = f"tl:{{{tenant}:{model}}}"
+        _name("request_id", request_id)
+        base = pair_key(tenant, model)
         return base, f"{base}:r:{request_id}"
 
     def _args(self, *extra):
@@ -262,7 +310,8 @@ class RedisTokenLimiter:
 
     def admit(self, tenant: str, model: str, request_id: str, prompt_tokens: float, max_tokens: float) -> Admission:
         n = _count("prompt_tokens", prompt_tokens) + _count("max_tokens", max_tokens)
-        r = self._run("admit", self._keys(tenant, model, request_id), self._args(n, float(max_tokens)))
+        r = self._run("admit", self._keys(tenant, model, request_id),
+                      self._args(n, float(max_tokens), self.limits.reservation_ms()))
         return Admission(bool(r[0]), *(float(x) for x in r[1:]))
 
     def settle(self, tenant: str, model: str, request_id: str, output_tokens: float) -> Settlement:
@@ -311,3 +360,23 @@ def replay(limiter, clock: FakeClock, seq: list[dict], *, settle: bool = True) -
         out.append(("settle", seq[j]["id"], limiter.settle(seq[j]["tenant"], seq[j]["model"], seq[j]["id"],
                                                            seq[j]["output"])))
     return out
+
+
+# --- the contract, small and in-process (the chapter's check; the tests run it on Redis's real clock) --------
+def contract_scenarios() -> dict:
+    """Pairs whose names contain the separator or braces, hostile names and counts, on the reference
+    limiter and the Redis key scheme: {scenarios, held}. The reservation that outlives the idle time and
+    the gateway processes killed mid-admission need a real Redis: the adversarial test file's."""
+    pairs = [("a:b", "c"), ("a", "b:c"), ("a}", "{b"), ("a", "}{b"), ("a%3Ab", "c")]
+    held = len({pair_key(t, m) for t, m in pairs}) == len(pairs)
+    lim = TwoBucketLimiter(Limits(1.0, 1, 10.0, 100), clock=FakeClock())
+    hostile = [(None, "m", "r", 1, 1), ("", "m", "r", 1, 1), ("\ud800", "m", "r", 1, 1), ("a", "m", None, 1, 1),
+               ("a", "m", "r", float("nan"), 1), ("a", "m", "r", 1, float("inf")), ("a", "m", "r", -1, 1),
+               ("a", "m", "r", True, 1)]
+    for args in hostile:
+        try:
+            lim.admit(*args)
+        except ValueError:
+            held += not lim._pairs and not lim._reserved
+    held += Limits(1.0, 1, 10.0, 100).reservation_ms() > Limits(1.0, 1, 10.0, 100).idle_ms()
+    return dict(scenarios=2 + len(hostile), held=held)
