@@ -161,3 +161,18 @@ def test_config_files_rederive_the_kv_and_moe_chapters():
     mixtral = chains.derive("moe-total-vs-active", model=str(CONFIGS / "mixtral-8x7b.json"),
                             weight_bytes_per_param=2.0)
     assert mixtral["weights_bytes"].to("GB").m == pytest.approx(93.4, abs=0.05)
+
+
+def test_a_config_field_carries_the_catalog_unit_of_the_same_field():
+    """max_context is tokens in a config.json model as in a catalog one, so a chapter reads either alike (a bare
+    count here used to fail every chapter that converts the context to tokens)."""
+    from utils import catalog
+    m = catalog.resolve("model", "tests/data/configs/llama-3.1-8b.json")
+    assert str(m.q("max_context").units) == str(catalog.model("llama-3-70b").q("max_context").units) == "token"
+
+
+@pytest.mark.parametrize("slug", ["latency-slos-goodput", "tail-latency", "multimodal-prefill", "kv-cache-per-sequence"])
+def test_chapters_that_take_a_context_read_a_config_json(slug):
+    from utils import chains
+    r = chains.derive(slug, model="tests/data/configs/llama-3.1-8b.json")
+    assert r and all(hasattr(v, "units") for v in r.values())

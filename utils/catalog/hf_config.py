@@ -161,6 +161,18 @@ def _size(n: float) -> str:
     return f"{n / scale:.3g}{letter}"
 
 
+def _catalog_units() -> dict[str, str]:
+    """Each model field's unit as the catalog gives it (max_context and sliding_window are tokens), so a field
+    read from a config.json carries the same unit as a catalog model's and a chapter reads either alike."""
+    from utils.catalog.entries import _load
+    out: dict[str, str] = {}
+    for e in _load("model").values():
+        for k, v in e.values.items():
+            if hasattr(v.q, "units") and str(v.q.units) != "dimensionless":
+                out.setdefault(k, str(v.q.units))
+    return out
+
+
 def model_entry(path: Path) -> Entry:
     """The config at `path` as a catalog model Entry, named after the model: the config's _name_or_path,
     else its model_type and its counted size (never the folder the reader keeps it in). It holds no
@@ -173,7 +185,8 @@ def model_entry(path: Path) -> Entry:
     read = _dt.date.fromtimestamp(path.stat().st_mtime).isoformat()
     src = Source("config-file", f"{path.name} ({path})", path.resolve().as_uri(), read)
     note = "from the config.json the reader gave"
-    values = {k: Value(k, v if isinstance(v, (bool, str)) else Q_(v, ""), src, "spec", note)
+    units = _catalog_units()
+    values = {k: Value(k, v if isinstance(v, (bool, str)) else Q_(v, units.get(k, "")), src, "spec", note)
               for k, v in fields(cfg, path).items()}
     counts = param_count(Entry("model", str(path), path.stem, values))
     if not all(math.isfinite(float(q.m)) for q in counts.values()):
