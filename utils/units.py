@@ -138,6 +138,11 @@ def num(x, digits: int = 3) -> str:
     return text.rstrip("0").rstrip(".") if "." in text.split(" ")[0] else text
 
 
+def counted(x, noun: str, digits: int = 3) -> str:
+    """A number with a noun that is not a unit, for prose: counted(1280, "nodes") -> '1,280 nodes'."""
+    return f"{fmt(x, digits=digits)} {noun}"
+
+
 def duration(x, digits: int = 3) -> str:
     """A time for prose: µs, ms or s below a minute, then minutes, hours or days (never e-notation)."""
     s = float(x.to("s").magnitude) if isinstance(x, pint.Quantity) else float(x)

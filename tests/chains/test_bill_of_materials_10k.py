@@ -53,3 +53,11 @@ def test_the_model_is_one_parameter():
         chains.derive("bill-of-materials-10k", n_params=70e9)
     small = chains.derive("bill-of-materials-10k", model="llama-3-70b")
     assert small["train_days"].m < chains.derive("bill-of-materials-10k")["train_days"].m / 5
+
+
+def test_published_power_figures_come_from_the_catalog():
+    """The DGX H100 datasheet's 10.2 kW maximum and 6.5 to 8.5 kW typical draw, and NVIDIA's 17 W twin-port module."""
+    assert bom.dgx_h100_w() == {"max": pytest.approx(10_200), "typical": (pytest.approx(6_500), pytest.approx(8_500))}
+    ch = bom.compute(bom.SPEC.check())
+    assert ch["p_tw"].to("W").m == pytest.approx(17)
+    assert "ib-ndr.twin_port_module_power" in next(r.source for r in ch.rows if r.name == "p_tw")

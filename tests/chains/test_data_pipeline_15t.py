@@ -59,3 +59,10 @@ def test_bits_for_is_the_ceiling_of_log2_in_exact_arithmetic():
         assert dp.bits_for(v) == int(sp.ceiling(sp.log(v, 2))), v
     with pytest.raises(ValueError):
         dp.bits_for(0)
+
+
+def test_published_tokenizer_figures_come_from_the_catalog():
+    """The Llama 3 paper's 3.94 and 3.17 characters a token, and Llama 2's 32,000 ids."""
+    assert (dp.chars_per_token("llama-3-405b"), dp.chars_per_token("llama-2-7b")) == (3.94, 3.17)
+    assert [row[4] for row in dp.vocab_rows()] == ["uint16", "uint16", "int32", "int32"]
+    assert dp.SPEC.defaults()["text_bytes_per_token"] == dp.chars_per_token("llama-3-405b")

@@ -60,6 +60,12 @@ def test_fmt_returns_str_and_refuses_nan():
         fmt(float("nan"))
 
 
+def test_counted_puts_a_noun_after_the_formatted_number():
+    from utils.units import counted
+    assert [counted(1280, "nodes"), counted(1.5e7, "cores"), counted(14.0, "days"), counted(2.346, "days", digits=2)] \
+        == ["1,280 nodes", "1.50e7 cores", "14 days", "2.3 days"]
+
+
 def test_short_counts():
     from utils.units import short
     assert [short(70e9), short(15e12), short(15.6e12), short(8192), short(405e9), short(37e9)] == \

@@ -20,7 +20,7 @@ from utils.fleet import cluster
 from utils.measured import latest, metric_of
 from utils.models import param_count
 from utils.params import Param, ParameterError, Result, Spec
-from utils.units import fmt, pct, q, short
+from utils.units import counted, fmt, pct, q, short
 from utils.verdicts import HOLDS, READING, WRONG, Claim, within
 
 PARAMETERS = (
@@ -73,17 +73,9 @@ RESULTS = (
     Result("train_days", "day", "Training time on the job's GPUs", of="T"),
 )
 
-# Sources for inputs the catalog does not hold (read 2026-11-29).
-TWIN_PORT = ("NVIDIA, 800G twin-port OSFP transceiver overview (docs.nvidia.com/networking/display/"
-             "800gmms4x00nst/overview, read 2026-11-29): 'Twin-port single mode OSFP transceivers remain at 17 Watts'")
-TWIN_PORT_W = 17.0
 SWITCH_W = 750.0            # this book's assumption: a 1U 51.2 Tb/s switch without optics
 STORAGE_SERVER_W = 1000.0   # this book's assumption: one NVMe storage server
 CKPT_BYTES_PER_PARAM = 12   # fp32 master weights + Adam first and second moments, 4 bytes each
-DGX_H100_MAX_W = 10_200.0   # NVIDIA DGX H100 maximum system power, 10.2 kW
-DGX_H100_TYPICAL_W = (6_500.0, 8_500.0)   # typical draw under load
-DGX_SRC = ("NVIDIA DGX H100 datasheet: 'System power usage ~10.2 kW max', typical 6.5 to 8.5 kW "
-           "(via supercluster.blog/p/6-ai-supercluster-nvidia-dgx-h100, read 2026-11-29)")
 SUPERPOD_SRC = ("NVIDIA DGX SuperPOD reference architecture (B200), DGX SuperPOD Architecture, switch and "
                 "cable counts by scalable unit (docs.nvidia.com/dgx-superpod/reference-architecture-scalable-"
                 "infrastructure-b200/latest/dgx-superpod-architecture.html, read 2026-11-29)")
@@ -91,6 +83,20 @@ SUPERPOD_SRC = ("NVIDIA DGX SuperPOD reference architecture (B200), DGX SuperPOD
 SUPERPOD = {2: (64, 16, 8, 0, 512, 512, 0), 4: (128, 32, 16, 0, 1024, 1024, 0), 8: (256, 64, 32, 0, 2048, 2048, 0),
             16: (512, 128, 128, 64, 4096, 4096, 4096), 32: (1024, 256, 256, 128, 8192, 8192, 8192),
             64: (2048, 512, 512, 256, 16384, 16384, 16384)}
+
+
+def cited(kind: str, key: str, field: str) -> str:
+    """A chain row's source for a catalog value: the entry and field, then the document and the date it was read."""
+    return f"catalog {kind} {key}.{field}: {catalog.entry(kind, key)[field].cite}"
+
+
+def dgx_h100_w() -> dict:
+    """DGX H100 system power in W (8 GPUs), from the catalog's per-GPU figures: the datasheet's maximum, and the
+    low and high ends of its typical draw (the maximum's alternatives)."""
+    v = catalog.price("h100-server")["power_per_gpu"]
+    node = lambda x: as_float(x * q(8, "GPU"), "W")
+    typical = sorted(node(a.q) for a in v.alternatives)
+    return dict(max=node(v.q), typical=(typical[0], typical[-1]))
 
 
 def reference_run() -> dict:
@@ -149,10 +155,10 @@ def bill(n_gpus, gpus_per_node, nodes_per_pod, switch_radix, checkpoint_bytes, c
     """The whole bill as one chain. model and gpu are catalog Entries."""
     fabric = catalog.interconnect("ib-ndr")
     run = reference_run()["entry"]
-    counted = param_count(model)
+    counts = param_count(model)
     ch = Chain(f"Bill of materials: {fmt(q(n_gpus, 'GPU'))}, {gpu.name}")
     # --- compute: the FLOPs set the run length on n_gpus --------------------------------------------
-    ch.given("N", counted["active"], "parameters multiplied per token", kind="spec",
+    ch.given("N", counts["active"], "parameters multiplied per token", kind="spec",
              source=f"{model.name}, counted from its configuration")
     ch.given("D", q(n_tokens, "token"), "training tokens", kind="assumption", source=source)
     ch.given("k_6", q(6, "FLOP/parameter/token"), "training FLOPs per parameter per token",
@@ -217,7 +223,7 @@ def bill(n_gpus, gpus_per_node, nodes_per_pod, switch_radix, checkpoint_bytes, c
     ch.given("B", q(checkpoint_bytes, "B"), "checkpoint size", kind="assumption", source=source)
     ch.given("delta", q(checkpoint_seconds, "s"), "time allowed to write it", kind="assumption", source=source)
     ch.step("W", "B/delta", "GB/s", "checkpoint write bandwidth")
-    ch.given("N_all", counted["total"], "all the model's parameters", kind="spec",
+    ch.given("N_all", counts["total"], "all the model's parameters", kind="spec",
              source=f"{model.name}, counted from its configuration")
     ch.given("beta", q(CKPT_BYTES_PER_PARAM, "B/parameter"), "checkpoint bytes per parameter",
              kind="assumption", source="fp32 master weights and two Adam moments, 4 bytes each")
@@ -238,10 +244,11 @@ def bill(n_gpus, gpus_per_node, nodes_per_pod, switch_radix, checkpoint_bytes, c
     # --- power -----------------------------------------------------------------------------------
     ch.given("p_gpu", gpu.q("tdp") / q(1, "GPU"), "GPU TDP", kind="spec", source=gpu["tdp"].cite)
     ch.given("p_srv", q(server_w_per_gpu, "W/GPU"), "rest of the server, per GPU", kind="assumption",
-             source=source + "; default from " + DGX_SRC)
+             source=source + "; default from " + cited("price", "h100-server", "power_per_gpu"))
     ch.step("P_nodes", "G_prov*(p_gpu + p_srv)", "MW", "servers")
     ch.given("p_sw", q(SWITCH_W, "W"), "switch without optics", kind="assumption", source="this book's assumption")
-    ch.given("p_tw", q(TWIN_PORT_W, "W"), "twin-port switch-side module", kind="spec", source=TWIN_PORT)
+    ch.given("p_tw", fabric["twin_port_module_power"], "twin-port switch-side module",
+             source=cited("interconnect", "ib-ndr", "twin_port_module_power"))
     ch.step("P_net", "N_sw*p_sw + M_sw*p_tw", "kW", "network")
     ch.given("p_st", q(STORAGE_SERVER_W, "W"), "storage server", kind="assumption", source="this book's assumption")
     ch.step("P_st", "N_st*p_st", "kW", "storage")
@@ -287,7 +294,7 @@ def book_inputs() -> dict:
     h100 = catalog.accelerator("h100-sxm")
     return dict(model=catalog.model("llama-3-405b"),
                 n_tokens=as_float(reference_run()["entry"].q("tokens"), "token"), mfu=0.4, gpu=h100,
-                server_w_per_gpu=DGX_H100_MAX_W / 8 - as_float(h100.q("tdp"), "W"), pue=1.2, repair_days=3.0,
+                server_w_per_gpu=dgx_h100_w()["max"] / 8 - as_float(h100.q("tdp"), "W"), pue=1.2, repair_days=3.0,
                 spare_confidence=0.99)
 
 
@@ -383,11 +390,6 @@ def claims() -> list[Claim]:
 
 
 # --- the page's numbers, figures and exercises ------------------------------------------------------
-def counted(x, noun) -> str:
-    """A count with its noun, for prose: "1,280 nodes"."""
-    return f"{fmt(x)} {noun}"
-
-
 def closed_forms() -> dict:
     """The switch count without ceilings as a closed form in the taper, and Young's interval, by sympy."""
     import sympy as sp
@@ -457,7 +459,7 @@ def chain_texts(p, ch) -> dict:
 
 
 def check_texts(ck) -> dict:
-    t, f, feed = ck["tapered"], ck["full"], ck["feed"]
+    t, f, feed, dgx = ck["tapered"], ck["full"], ck["feed"], dgx_h100_w()
     c = lambda name, ch=t: fmt(count(ch, name))
     return {
         "claim-gpus": fmt(q(CLAIM["n_gpus"], "GPU")), "claim-nodes": counted(CLAIM["nodes"], "nodes"),
@@ -479,8 +481,8 @@ def check_texts(ck) -> dict:
         "c-N-at-16": short(CLAIM["checkpoint_bytes"] / 16), "c-pit": fmt(t["P_IT"]),
         "c-pit-gpu": fmt(t["P_IT"] / t["G_prov"], "W/GPU"), "c-claim-gpu": fmt(q(CLAIM["power_w"], "W") / t["G_prov"], "W/GPU"),
         "c-pfac": fmt(t["P_fac"]), "c-pue14": f"{ck['pue_at_14']:.3f}", "c-pue": fmt(t["PUE"]),
-        "c-node-max": fmt(q(DGX_H100_MAX_W, "W"), "kW"), "c-node-14": fmt(feed["P_node"]),
-        "c-typ-lo": fmt(q(DGX_H100_TYPICAL_W[0], "W"), "kW"), "c-typ-hi": fmt(q(DGX_H100_TYPICAL_W[1], "W"), "kW"),
+        "c-node-max": fmt(q(dgx["max"], "W"), "kW"), "c-node-14": fmt(feed["P_node"]),
+        "c-typ-lo": fmt(q(dgx["typical"][0], "W"), "kW"), "c-typ-hi": fmt(q(dgx["typical"][1], "W"), "kW"),
         "c-srv": fmt(t["p_srv"]), "c-su-max": fmt(max(SUPERPOD)), "c-su-gpus": fmt(q(SUPERPOD[max(SUPERPOD)][0] * 8, "GPU")),
     }
 
@@ -531,7 +533,7 @@ def headroom(p, ch) -> int:
 
 def what_changes(p, ch) -> dict:
     P, r = count(ch, "P"), count(ch, "r")
-    srv_typ = DGX_H100_TYPICAL_W[1] / 8 - as_float(catalog.accelerator("h100-sxm").q("tdp"), "W")
+    srv_typ = dgx_h100_w()["typical"][1] / 8 - as_float(catalog.accelerator("h100-sxm").q("tdp"), "W")
     return {"wc-sw-1": counted(cluster.fat_tree(P, p.nodes_per_pod, r, p.switch_radix, 1.0)["total"], "switches"),
             "wc-sw-now": counted(count(ch, "N_sw"), "switches"),
             "wc-sw-7": counted(cluster.fat_tree(P, p.nodes_per_pod, r, p.switch_radix, 7.0)["total"], "switches"),

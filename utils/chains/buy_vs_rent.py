@@ -325,10 +325,6 @@ def case_rows(c) -> list[tuple[str, float]]:
             ("no resale value, one-year contract", c["u_both"])]
 
 
-def tick(x) -> str:
-    return f"{x:g}" if abs(x) < 1000 else fmt(x)
-
-
 def sweep_texts(p, bars) -> dict:
     u_be = as_float(compute(p)["u_be"], "")
     crossers = [b["label"].split(",")[0] for b in reversed(bars) if b["crosses"]]

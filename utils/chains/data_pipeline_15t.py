@@ -12,7 +12,7 @@ import math
 from utils import catalog
 from utils.chain import Chain, as_float
 from utils.params import Param, ParameterError, Result, Spec
-from utils.units import fmt, pct, q, short
+from utils.units import counted, fmt, pct, q, short
 from utils.verdicts import READING, Claim, within
 
 PARAMETERS = (
@@ -89,6 +89,11 @@ INPUTS = tuple(p.name for p in PARAMETERS if p.name != "model")
 
 def vocab(model) -> int:
     return int(as_float(model.q("vocab_size")))
+
+
+def chars_per_token(key: str) -> float:
+    """English characters (ASCII: bytes) per token of a Llama model's tokenizer, from the catalog (LLAMA3_TOK)."""
+    return as_float(catalog.model(key).q("chars_per_token"))
 
 
 def bits_for(v: int) -> int:
@@ -179,12 +184,7 @@ QUOTE = ("Fifteen trillion tokens starts as a few petabytes of raw text and ends
 SOURCE = "spec/000, paragraph on the fifteen-trillion-token data pipeline"
 # "a few petabytes": read as more than one and fewer than ten.
 CLAIM = dict(tokens=15e12, raw_low=1e15, raw_high=10e15, shard_bytes=30e12, train_tokens_per_second=1.7e6, days=14)
-LLAMA3_CHARS, LLAMA2_CHARS, LLAMA2_VOCAB = 3.94, 3.17, 32000   # LLAMA3_TOK; Llama 2 paper sec. 2.2: '32k tokens'
 BOM_NODES, BOM_GPN, BOM_MFU = 1280, 8, 0.4    # the bill-of-materials chapter's claim cluster and MFU
-
-
-def defaults() -> dict:
-    return {p.name: p.default for p in PARAMETERS if p.name != "model"}
 
 
 def read_rate() -> dict:
@@ -205,12 +205,14 @@ def claim_chains() -> dict:
     """The claim's readings through the same chain: the stages at the parameters' defaults, the claim's
     tokens and two weeks, and the read rate the claim's cluster actually sustains (not the claimed one)."""
     rate = as_float(read_rate()["bom"], "token/s")
-    base = dict(defaults(), tokens=CLAIM["tokens"], days=float(CLAIM["days"]), train_tokens_per_second=rate)
+    base = dict({n: SPEC.defaults()[n] for n in INPUTS}, tokens=CLAIM["tokens"], days=float(CLAIM["days"]),
+                train_tokens_per_second=rate)
     llama3_bits = bits_for(vocab(catalog.model("llama-3-405b")))
+    llama2_chars, llama3_chars = chars_per_token("llama-2-7b"), chars_per_token("llama-3-405b")
     return dict(
-        two_byte=data_pipeline(**dict(base, bytes_per_token_id=2.0, text_bytes_per_token=LLAMA2_CHARS), source="the claim"),
-        four_byte=data_pipeline(**dict(base, bytes_per_token_id=4.0, text_bytes_per_token=LLAMA3_CHARS), source="the claim"),
-        packed=data_pipeline(**dict(base, bytes_per_token_id=llama3_bits / 8, text_bytes_per_token=LLAMA3_CHARS),
+        two_byte=data_pipeline(**dict(base, bytes_per_token_id=2.0, text_bytes_per_token=llama2_chars), source="the claim"),
+        four_byte=data_pipeline(**dict(base, bytes_per_token_id=4.0, text_bytes_per_token=llama3_chars), source="the claim"),
+        packed=data_pipeline(**dict(base, bytes_per_token_id=llama3_bits / 8, text_bytes_per_token=llama3_chars),
                              source="the claim"),
         claimed_rate=data_pipeline(**dict(base, train_tokens_per_second=CLAIM["train_tokens_per_second"]),
                                    source="the claim"),
@@ -255,9 +257,9 @@ def claims() -> list[Claim]:
 # --- the page's numbers ------------------------------------------------------------------------------
 def vocab_rows() -> list[tuple]:
     """Vocabularies against the two-byte limit: label, V, bits, fits two bytes, what Megatron-LM writes."""
-    v3, ds = vocab(catalog.model("llama-3-405b")), vocab(catalog.model("deepseek-v3"))
+    v2, v3, ds = (vocab(catalog.model(k)) for k in ("llama-2-7b", "llama-3-405b", "deepseek-v3"))
     return [(label, v, bits_for(v), v <= 2 ** 16, "uint16" if v < MEGATRON_UINT16_BELOW else "int32")
-            for label, v in (("Llama 2 (32k)", LLAMA2_VOCAB), ("GPT-2 (50,257)", 50257),
+            for label, v in (("Llama 2 (32k)", v2), ("GPT-2 (50,257)", 50257),
                              (f"Llama 3 ({short(v3)})", v3), ("DeepSeek-V3", ds))]
 
 
@@ -265,7 +267,7 @@ def chain_texts(p, ch) -> dict:
     order = ranked(ch)
     return {"vocab-llama3": fmt(q(vocab(p.model), "")), "bits-llama3": str(bits_for(vocab(p.model))),
             "vocab-max-2b": fmt(q(2 ** 16, "")), "intro-tokens": short(p.tokens) + " tokens",
-            "intro-days": f"{fmt(p.days)} days", "pages": short(as_float(ch["P"])),
+            "intro-days": counted(p.days, "days"), "pages": short(as_float(ch["P"])),
             "page-rate": fmt(as_float(ch["p_rate"], "1/s")), "top-stage": order[0][0], "second-stage": order[1][0],
             "top-share": pct(ch["f_e"]), "second-cores": fmt(math.ceil(as_float(ch[order[1][1]]))),
             "clean-throughput": fmt(ch["X_clean"]), "text-share": pct(ch["k_e"])}
@@ -287,7 +289,7 @@ def check_texts() -> dict:
     c, r = claim_chains(), read_rate()
     four, two = c["four_byte"], c["two_byte"]
     ckpt_bw = q(5, "TB") / q(60, "s")    # the bill-of-materials claim: a 5 TB checkpoint in under a minute
-    return {"two-byte-shards": fmt(two["S"]), "llama2-vocab": fmt(q(LLAMA2_VOCAB, "")),
+    return {"two-byte-shards": fmt(two["S"]), "llama2-vocab": fmt(q(vocab(catalog.model("llama-2-7b")), "")),
             "llama2-clean": fmt(two["W_clean"]), "four-byte-shards": fmt(four["S"]), "packed-shards": fmt(c["packed"]["S"]),
             "claim-stored": fmt(four["W_stored"].to("PB")), "claim-raw": fmt(four["W_raw"].to("PB")),
             "claim-text": fmt(four["W_text"].to("PB")), "bom-gpus": fmt(q(r["gpus"], "GPU")), "bom-mfu": pct(BOM_MFU),
@@ -317,7 +319,7 @@ def what_changes(p, ch) -> dict:
     return {"ke-low": pct(KE_LOW), "ke-high": pct(KE_HIGH), "ke-low-raw": fmt(lo["W_raw"].to("PB")),
             "ke-low-stored": fmt(lo["W_stored"].to("PB")), "ke-high-raw": fmt(hi["W_raw"].to("PB")),
             "ke-high-stored": fmt(hi["W_stored"].to("PB")), "rate-fast": fmt(q(fast, "MB/s")),
-            "rate-fast-cores": fmt(math.ceil(as_float(run_with(p, rate_extract=fast)["n_e"]))) + " cores",
+            "rate-fast-cores": counted(math.ceil(as_float(run_with(p, rate_extract=fast)["n_e"])), "cores"),
             "rate-crossover": fmt(q(float(r_cross), "MB/s")),
             "width-2": fmt(run_with(p, bytes_per_token_id=2.0)["S"]),
             "width-4": fmt(run_with(p, bytes_per_token_id=4.0)["S"])}
@@ -336,8 +338,8 @@ def exercises(p, ch) -> dict:
             "ex1-bits": str(bits), "ex1-bytes": str(width),
             "ex1-shards": fmt(run_with(p, bytes_per_token_id=float(width))["S"]),
             "ex1-packed": fmt((q(p.tokens, "token") * q(bits / 8, "B/token")).to("TB")),
-            "ex2-cores": fmt(EX2_CORES) + " cores", "ex2-core-days": f"{fmt(core_s['extraction'] / 86400)} core-days",
-            "ex2-all-core-days": f"{fmt(all_s / 86400)} core-days", "ex2-days": fmt(q(all_s / EX2_CORES / 86400, "day")),
+            "ex2-cores": counted(EX2_CORES, "cores"), "ex2-core-days": counted(core_s["extraction"] / 86400, "core-days"),
+            "ex2-all-core-days": counted(all_s / 86400, "core-days"), "ex2-days": fmt(q(all_s / EX2_CORES / 86400, "day")),
             "ex3-read": fmt(stored_rate), "ex3-gbit": fmt(stored_rate.to("Gbit/s"))}
 
 

@@ -45,7 +45,6 @@ RESULTS = (
 
 FA3 = ("Shah, Bikshandi, Zhang, Thakkar, Ramani and Dao, FlashAttention-3: Fast and Accurate Attention with "
        "Asynchrony and Low-precision (2024), arXiv:2407.08608")
-FA2 = "Dao, FlashAttention-2: Faster Attention with Better Parallelism and Work Partitioning (2023), arXiv:2307.08691"
 GUIDE = ("NVIDIA CUDA C++ Programming Guide, section Arithmetic Instructions, table Throughput of Native "
          "Arithmetic Instructions (results per clock cycle per multiprocessor), compute capability 9.0, "
          "https://docs.nvidia.com/cuda/cuda-c-programming-guide/, read 2026-11-30")

@@ -66,11 +66,12 @@ RESULTS = (
            "Per-user rate above which bandwidth, not capacity, caps users", of="s_bw"),
 )
 
+_MLPERF = catalog.entry("software", "mlperf-inference")
+MLPERF_TPOT = {"server": _MLPERF.q("llama2_70b_server_tpot"), "interactive": _MLPERF.q("llama2_70b_interactive_tpot")}
+_CONF = _MLPERF["llama2_70b_server_tpot"].source
 RATE_SOURCE = ("this book's assumption, inside MLPerf Inference's Llama-2-70B limits on time per output "
-               "token: 200 ms (server) and 40 ms (interactive), mlcommons/inference loadgen/mlperf.conf, "
-               "https://github.com/mlcommons/inference/blob/001712e9daf80386e0dda43f97b8f36981d792c4/"
-               "loadgen/mlperf.conf, read 2026-11-29")
-MLPERF_TPOT = {"server": q(200, "ms"), "interactive": q(40, "ms")}   # llama2-70b, from RATE_SOURCE
+               f"token: {fmt(MLPERF_TPOT['server'])} (server) and {fmt(MLPERF_TPOT['interactive'])} (interactive), "
+               f"{_CONF.title}, {_CONF.url}, read {_CONF.read}")
 MODELS_SOURCE = serving.MODELS_SOURCE
 
 # The claim: for a 70B model, memory (the KV cache) caps concurrent users before compute does. The GPU,

@@ -44,10 +44,6 @@ def cited(v) -> str:
     return "catalog: " + v.source.title.split(" (")[0]
 
 
-def name(m) -> str:
-    return m.name.split(" (")[0]
-
-
 def weight_bytes_per_param(m) -> int:
     """Bytes per stored weight at the precision the model was released in (the catalog's weights_dtype)."""
     dtype = str(m.q("weights_dtype")).lower()
@@ -60,7 +56,7 @@ def weight_bytes_per_param(m) -> int:
 
 def kv_chain(m, context_tokens, kv_bytes, w_bytes, *, fraction=1 / 3, source="parameters cell", w_source=None) -> Chain:
     """The cache of one sequence for any catalog model, the mistake beside it, and the ratio to the weights."""
-    ch = Chain(f"KV cache per sequence: {name(m)}")
+    ch = Chain(f"KV cache per sequence: {m.short_name}")
     ch.given("L", cfg(m, "n_layers"), "layers (num_hidden_layers)", kind=m["n_layers"].kind, source=cited(m["n_layers"]))
     if is_mla(m):
         ch.given("r_kv", q(cfg(m, "kv_lora_rank"), "1/token"), "latent elements per layer, per token (kv_lora_rank)",
@@ -157,9 +153,10 @@ def claims() -> list[Claim]:
               verdict=verdict,
               reason=(f"{fmt(c['k_tok'])} x {fmt(c['T'])} = {fmt(c['K_seq'])} against {fmt(c['W'])} of bf16 "
                       f"weights is {pct(c['rho'])}, a third to within a tenth, at the window of the release of "
-                      f"{name(l405)}; at {name(m)}'s own {fmt(s['T'])} window it is {pct(s['rho'])}."),
+                      f"{l405.short_name}; at {m.short_name}'s own {fmt(s['T'])} window it is {pct(s['rho'])}."),
               reading=(f"a sequence that fills the whole window of the later release of this architecture, "
-                       f"{fmt(c['T'])} as for {name(l405)}, with the cache and the weights both in bf16; an fp8 cache halves "
+                       f"{fmt(c['T'])} as for {l405.short_name}, with the cache and the weights both in bf16; "
+                       "an fp8 cache halves "
                        "the ratio and fp8 weights double it") if verdict == READING else "",
               nearest_true=(f"one full-window sequence is {pct(c['rho'])} of the weights at {fmt(c['T'])}"
                             if verdict == WRONG else "")),
@@ -167,9 +164,9 @@ def claims() -> list[Claim]:
               claimed=f"{CLAIM['mistake_factor']} x", derived=f"{fmt(c['x'])} x",
               verdict=HOLDS if x == CLAIM["mistake_factor"] else WRONG,
               reason=(f"num_attention_heads / num_key_value_heads = {cfg(m, 'n_heads')} / {cfg(m, 'n_kv_heads')} "
-                      f"for {name(m)}; the factor is the GQA group size, so it is "
-                      f"{cfg(l8, 'n_heads') // cfg(l8, 'n_kv_heads')} for {name(l8)} and "
-                      f"{cfg(l405, 'n_heads') // cfg(l405, 'n_kv_heads')} for {name(l405)}."),
+                      f"for {m.short_name}; the factor is the GQA group size, so it is "
+                      f"{cfg(l8, 'n_heads') // cfg(l8, 'n_kv_heads')} for {l8.short_name} and "
+                      f"{cfg(l405, 'n_heads') // cfg(l405, 'n_kv_heads')} for {l405.short_name}."),
               nearest_true="" if x == CLAIM["mistake_factor"] else f"the query-heads count is {fmt(c['x'])} times too big"),
     ]
 
@@ -209,12 +206,12 @@ def page_glue(p, ch) -> dict:
     others = {k: kv_chain(catalog.model(k), p.context_tokens, p.kv_bytes_per_element,
                           weight_bytes_per_param(catalog.model(k)))["x"]
               for k in catalog.keys("model") if is_mla(catalog.model(k)) and k != m.key}
-    mla_text = " and ".join(f"{fmt(x)} for {name(catalog.model(k))}" for k, x in others.items())
+    mla_text = " and ".join(f"{fmt(x)} for {catalog.model(k).short_name}" for k, x in others.items())
     if is_mla(m):
         mistake = (f"caching every head's key and value uncompressed, as if the latent attention were multi-head, "
-                   f"multiplies {name(m)}'s answer by {fmt(ch['x'])}" + (f" ({mla_text})" if mla_text else ""))
+                   f"multiplies {m.short_name}'s answer by {fmt(ch['x'])}" + (f" ({mla_text})" if mla_text else ""))
     else:
-        mistake = (f"reading the query heads for the KV heads multiplies {name(m)}'s answer by {fmt(ch['x'])}, its "
+        mistake = (f"reading the query heads for the KV heads multiplies {m.short_name}'s answer by {fmt(ch['x'])}, its "
                    f"query heads per KV head; caching every head uncompressed under latent attention multiplies it "
                    f"by {mla_text}")
     window = q(cfg(m, "max_context"), "token") if "max_context" in m else None     # a config.json's is a bare count
@@ -222,9 +219,9 @@ def page_glue(p, ch) -> dict:
     if window is None:
         note = "The catalog gives no window for this model."
     elif T > window:
-        note = f"Note: {fmt(T)} is past {name(m)}'s catalog window of {fmt(window)}."
+        note = f"Note: {fmt(T)} is past {m.short_name}'s catalog window of {fmt(window)}."
     else:
-        note = f"The context is within {name(m)}'s window of {fmt(window)}."
+        note = f"The context is within {m.short_name}'s window of {fmt(window)}."
     return {"model-name": m.name, "context": fmt(T), "kv-bytes": fmt(q(p.kv_bytes_per_element, "B")),
             "intro-mistake": mistake, "kv-wrong-seq": fmt(ch["K_wrong"]), "weights": fmt(ch["W"]),
             "weight-bytes": fmt(q(weight_bytes_per_param(m), "B")), "context-third": fmt(ch["T_f"]),
@@ -298,12 +295,12 @@ def context_curves(contexts) -> dict:
     gqa = {catalog.model(k).name: (as_float(c["k_tok"], "GB/token") * x, k == CLAIM["model"])
            for k, c in mc.items() if not is_mla(catalog.model(k))}
     mla_keys = [k for k in mc if is_mla(catalog.model(k))]
-    return dict(gqa=gqa, mla_label=" and ".join(name(catalog.model(k)) for k in mla_keys),
+    return dict(gqa=gqa, mla_label=" and ".join(catalog.model(k).short_name for k in mla_keys),
                 mla=as_float(mc[mla_keys[0]]["k_tok"], "GB/token") * x,
                 wrong=as_float(ck["claim"]["k_wrong"], "GB/token") * x,
                 third=as_float(ck["claim"]["W"], "GB") * CLAIM["kv_over_weights"],
                 window=as_float(ck["claim"]["T"], "token"), crossing=as_float(ck["claim"]["T_f"], "token"),
-                claim_name=name(ck["llama70"]))
+                claim_name=ck["llama70"].short_name)
 
 
 def what_changes(p, ch: Chain) -> dict:

@@ -49,60 +49,42 @@ RESULTS = (
     Result("mla_kv_compression", "", "DeepSeek-V3 MLA: KV bytes per token, full MHA / latent", of="f_mla"),
 )
 
-ANANDTECH = ("AnandTech, 'NVIDIA at SC23: H200 accelerator with HBM3E', specification table (memory bus "
-             "width, memory clock), https://www.anandtech.com/show/21136, read 2026-11-29")
-TWEAKTOWN_B200 = ("TweakTown, 'NVIDIA's next-gen Blackwell AI GPU' (2024-03): each of the two dies has "
-                  "4 HBM3E stacks with 1 TB/s on a 1024-bit interface, https://www.tweaktown.com/news/96934, "
-                  "read 2026-11-29")
-LOCKWOOD_A100 = ("Glenn K. Lockwood, A100 notes: 'A100 40G SXM4 ... 40 GB HBM2 (5 stacks), 10 512-bit memory "
-                 "controllers, 1.555 TB/s', https://glennklockwood.com/garden/processors/A100, read 2026-12-01")
-# HBM stacks on the package: (count, memory type, source). A bus of n x 1024 bits is n stacks.
-STACKS = {
-    "a100-sxm4-40gb": (5, "HBM2", "5,120-bit bus; " + LOCKWOOD_A100),
-    "a100-sxm-80gb": (5, "HBM2e", "5,120-bit bus; " + ANANDTECH),
-    "h100-sxm": (5, "HBM3", "5,120-bit bus (the sixth site is unpopulated); " + ANANDTECH),
-    "h200": (6, "HBM3E", "6,144-bit bus; " + ANANDTECH),
-    "b200": (8, "HBM3E", TWEAKTOWN_B200),
-    "gb200": (8, "HBM3E", "the same Blackwell package as B200 (catalog gb200: 'launch figure ... 8 stacks of 24 GB'); "
-              + TWEAKTOWN_B200),
-    "mi300x": (8, "HBM3", "catalog mi300x: 'HBM3, 8 stacks x 1024 bits' (AMD CDNA 3 white paper)"),
-}
-PINS_PER_STACK = 1024   # bits per HBM2/HBM2E/HBM3/HBM3E stack interface (JEDEC; every table below agrees)
-HBM_TABLE = ("AnandTech HBM comparison table as reproduced in 'SK Hynix Publishes First Info on HBM3E Memory' "
-             "(2023-05-30), https://allcom.se/2023/05/30/"
-             "sk-hynix-publishes-first-info-on-hbm3e-memory-ultra-wide-hpc-memory-to-reach-8-gt-s/, "
-             "read 2026-11-29")
-HBM3E_PIN = q(8, "Gbit/s")     # HBM3E at SK hynix's first announced rate (HBM_TABLE: 8 Gb/s, 1 TB/s per stack)
-STACK_EDGE = q(11, "mm")
-STACK_EDGE_SOURCE = ("Tom's Hardware, 'Micron's New HBM3 Gen2 is World's Fastest at 1.2 TB/s': 'the same 11mm x 11mm "
-                     "footprint as standard HBM3', https://www.tomshardware.com/news/"
-                     "microns-new-hbm3-is-worlds-fastest-at-12-tbs-also-highest-capacity-in-8-high-stack, read 2026-11-29")
+def document(source) -> str:
+    """A catalog source as the page prints it: the document, its address and the date it was read."""
+    return f"{source.title}, {source.url}, read {source.read}"
+
+
+def cited(v) -> str:
+    """A catalog value's provenance as the page prints it: its note, then its document."""
+    return "; ".join(x for x in (v.note, document(v.source)) if x)
+
+
+def stacks(entry) -> tuple | None:
+    """(HBM stacks on the package, memory type, source text) from the catalog; None for a chip without them."""
+    if "hbm_stacks" not in entry:
+        return None
+    return int(entry.q("hbm_stacks").m), entry.q("hbm_type"), cited(entry["hbm_stacks"])
+
+
+HBM = {k: catalog.interconnect(k) for k in ("hbm2", "hbm2e", "hbm3", "hbm3e", "hbm4")}   # one stack's interface
+HBM_TABLE = document(HBM["hbm3"]["pin_rate"].source)
+HBM4_SOURCE = "HBM4 row: " + document(HBM["hbm4"]["pin_rate"].source)
+HBM3E_PIN = HBM["hbm3e"].q("pin_rate")     # SK hynix's first announced rate (HBM_TABLE: 1 TB/s per stack)
+STACK_EDGE = HBM["hbm3"].q("stack_edge")
+STACK_EDGE_SOURCE = document(HBM["hbm3"]["stack_edge"].source)
 RETICLE = (q(26, "mm"), q(33, "mm"))   # the scanner's exposure field: the largest die one exposure prints
 RETICLE_SOURCE = ("this book's assumption: the standard 26 x 33 mm scanner field, whose area is the '~858 mm2' maximum "
                   "reticle size in 'Blackwell B200 Deep Dive', "
                   "https://fridayswithfaraday.com/posts/gpu-hw-blackwell-b200-deep-dive, "
                   "read 2026-11-29; HBM sits on the two long edges, the short edges carry NVLink and PCIe")
-HBM2E_PJ = q(6.0, "pJ/bit")
-HBM2E_PJ_SOURCE = ("Micron GDDR6X/HBM2E comparison table, 'Average Device Power (pJ/bit)' HBM2E 6.0, as reproduced at "
-                   "http://www.kylolab.com/ultra-bandwidth-solutions.html, read 2026-11-29")
-HBM3E_GAIN = 2.5       # Micron: HBM3 Gen2 (HBM3E) has '2.5x improvement-per-watt compared to ... HBM2E'
+HBM2E_PJ = HBM["hbm2e"].q("energy_per_bit")
+HBM3E_GAIN = float(HBM["hbm3e"].q("perf_per_watt_over_hbm2e").m)
 HBM3E_PJ = HBM2E_PJ / HBM3E_GAIN
 HBM3E_PJ_SOURCE = (f"HBM2E's {fmt(HBM2E_PJ)} (Micron table, kylolab.com) over Micron's '{HBM3E_GAIN}x improvement-per-watt "
                    "compared to ... HBM2E' for its HBM3E (Tom's Hardware, same article as the footprint); the DRAM "
                    "device only, not the GPU's PHY and controller")
-HBM_GENERATIONS = [   # (name, pins, per-pin rate, per-stack figure the table states)
-    ("HBM2", 1024, q(2.0, "Gbit/s"), q(256, "GB/s")),
-    ("HBM2E", 1024, q(3.6, "Gbit/s"), q(460.8, "GB/s")),
-    ("HBM3", 1024, q(6.4, "Gbit/s"), q(819.2, "GB/s")),
-    ("HBM3E", 1024, HBM3E_PIN, q(1, "TB/s")),
-    ("HBM4", 2048, q(8, "Gbit/s"), q(2, "TB/s")),
-]
-HBM4_SOURCE = ("HBM4 row: JEDEC HBM4 as reported by telepolis.pl, 'a 2048-bit interface ... up to 2 TB/s per stack', "
-               "https://www.telepolis.pl/tech/sprzet/pamiec-vram-hbm4-jedec-specyfikacja-ai, read 2026-11-29")
-
-
-def short_name(entry) -> str:
-    return entry.name.split("(")[0].strip()
+# (name, pins, per-pin rate, per-stack figure the table states), oldest first
+HBM_GENERATIONS = [(e.short_name, int(e.q("pins").m), e.q("pin_rate"), e.q("stack_bandwidth")) for e in HBM.values()]
 
 
 def rate_field(entry, dtype) -> tuple[str, bool]:
@@ -133,7 +115,7 @@ def memory_wall(gpu_a, gpu_b, gpu_c, dtype, *, source="parameters cell", alt=Non
     the catalog keeps instead of the primary."""
     alt = alt or {}
     entries = {t: (g if hasattr(g, "values") else catalog.accelerator(g)) for t, g in zip("abc", (gpu_a, gpu_b, gpu_c))}
-    ch = Chain(f"Bytes per dense {dtype} FLOP: " + " → ".join(short_name(e) for e in entries.values()))
+    ch = Chain(f"Bytes per dense {dtype} FLOP: " + " → ".join(e.short_name for e in entries.values()))
 
     def given_catalog(symbol, entry, field, unit, label):
         v = alt.get(symbol, entry[field])
@@ -142,12 +124,12 @@ def memory_wall(gpu_a, gpu_b, gpu_c, dtype, *, source="parameters cell", alt=Non
 
     for tag, e in entries.items():
         field, fell_back = rate_field(e, dtype)
-        given_catalog(f"F_{tag}", e, field, "TFLOP/s", f"{short_name(e)}: dense {field[:-6]} rate"
+        given_catalog(f"F_{tag}", e, field, "TFLOP/s", f"{e.short_name}: dense {field[:-6]} rate"
                       + (f" (no {dtype} tensor cores)" if fell_back else ""))
-        given_catalog(f"W_{tag}", e, "hbm_bandwidth", "TB/s", f"{short_name(e)}: HBM bandwidth")
-        given_catalog(f"M_{tag}", e, "hbm_capacity", "GB", f"{short_name(e)}: HBM capacity")
-        ch.step(f"beta_{tag}", f"W_{tag}/F_{tag}", "B/FLOP", f"{short_name(e)}: bytes per FLOP")
-        ch.step(f"kappa_{tag}", f"M_{tag}/F_{tag}", "GB/(TFLOP/s)", f"{short_name(e)}: capacity per FLOP")
+        given_catalog(f"W_{tag}", e, "hbm_bandwidth", "TB/s", f"{e.short_name}: HBM bandwidth")
+        given_catalog(f"M_{tag}", e, "hbm_capacity", "GB", f"{e.short_name}: HBM capacity")
+        ch.step(f"beta_{tag}", f"W_{tag}/F_{tag}", "B/FLOP", f"{e.short_name}: bytes per FLOP")
+        ch.step(f"kappa_{tag}", f"M_{tag}/F_{tag}", "GB/(TFLOP/s)", f"{e.short_name}: capacity per FLOP")
     ch.step("r_ba", "beta_b/beta_a", "", "bytes per FLOP, middle chip over first")
     ch.step("r_cb", "beta_c/beta_b", "", "bytes per FLOP, last chip over middle")
     ch.step("r_ca", "beta_c/beta_a", "", "bytes per FLOP, last chip over first")
@@ -156,13 +138,14 @@ def memory_wall(gpu_a, gpu_b, gpu_c, dtype, *, source="parameters cell", alt=Non
     # What undoing the wall would take on the last chip.
     ch.step("W_x", "beta_a*F_c", "TB/s", "bandwidth the last chip needs for the first chip's bytes per FLOP")
     e_c = entries["c"]
-    if e_c.key in STACKS:
-        n, mem, src = STACKS[e_c.key]
-        ch.given("n_c", n, f"{short_name(e_c)}: HBM stacks ({mem})", kind="spec", source=src)
+    if stacks(e_c):
+        n, mem, src = stacks(e_c)
+        ch.given("n_c", n, f"{e_c.short_name}: HBM stacks ({mem})", kind="spec", source=src)
         ch.step("w_s", "W_c/n_c", "TB/s", "bandwidth per stack on the last chip")
     else:
-        ch.given("w_s", (HBM3E_PIN * PINS_PER_STACK).to("TB/s"), "bandwidth per stack (HBM3E)", kind="spec",
-                 source=f"{PINS_PER_STACK} pins x {fmt(HBM3E_PIN)}; {HBM_TABLE} (no stack count on this page for {e_c.key})")
+        pins = int(HBM["hbm3e"].q("pins").m)
+        ch.given("w_s", (HBM3E_PIN * pins).to("TB/s"), "bandwidth per stack (HBM3E)", kind="spec",
+                 source=f"{pins} pins x {fmt(HBM3E_PIN)}; {HBM_TABLE} (no stack count in the catalog for {e_c.key})")
     ch.solve("n_x", "W_x = n_x*w_s", "", "stacks the last chip would need at that per-stack bandwidth")
     ch.given("ell", STACK_EDGE, "die edge one HBM stack occupies", kind="spec", source=STACK_EDGE_SOURCE)
     ch.step("L_x", "n_x*ell", "mm", "shoreline those stacks need")
@@ -172,7 +155,7 @@ def memory_wall(gpu_a, gpu_b, gpu_c, dtype, *, source="parameters cell", alt=Non
     ch.given("epsilon", HBM3E_PJ, "HBM energy per bit moved (HBM3E)", kind="assumption", source=HBM3E_PJ_SOURCE)
     ch.step("P_c", "W_c*epsilon", "W", "HBM power of the last chip, streaming at full bandwidth")
     ch.step("P_x", "W_x*epsilon", "W", "HBM power at the bandwidth that matches the first chip")
-    given_catalog("T_c", e_c, "tdp", "W", f"{short_name(e_c)}: TDP")
+    given_catalog("T_c", e_c, "tdp", "W", f"{e_c.short_name}: TDP")
     ch.step("p_x", "(P_x - P_c)/T_c", "", "the extra memory power as a share of the last chip's TDP")
     return ch
 
@@ -240,11 +223,18 @@ def level(r) -> bool:
     return abs(r - CLAIM["level"]) <= CLAIM["level_tol"]
 
 
+def bus_bits(entry) -> int:
+    """The memory bus width: stacks times one stack's pins."""
+    n, mem, _ = stacks(entry)
+    return n * int(HBM[mem.lower()].q("pins").m)
+
+
 def route2() -> dict:
     """Second route to each bandwidth: bus width x per-pin rate (AnandTech's SC23 table); B200 as its stacks
     times the per-stack figure of its launch (TweakTown), which is the launch/DGX 8 TB/s, not the HGX 7.7."""
-    w = {"a100-sxm-80gb": 5120 * q(3.2, "Gbit/s"), "h100-sxm": 5120 * q(5.24, "Gbit/s"),
-         "b200": STACKS["b200"][0] * q(1, "TB/s")}
+    a100, h100, b200 = (catalog.accelerator(k) for k in ("a100-sxm-80gb", "h100-sxm", "b200"))
+    w = {"a100-sxm-80gb": bus_bits(a100) * a100.q("hbm_pin_rate"), "h100-sxm": bus_bits(h100) * h100.q("hbm_pin_rate"),
+         "b200": stacks(b200)[0] * b200.q("hbm_stack_bandwidth")}
     beta = {k: (v / catalog.accelerator(k).q("bf16_dense")).to("B/FLOP") for k, v in w.items()}
     return dict(r_ba=as_float(beta["h100-sxm"] / beta["a100-sxm-80gb"], ""),
                 r_cb=as_float(beta["b200"] / beta["h100-sxm"], ""), w_b200=w["b200"].to("TB/s"))
@@ -266,7 +256,7 @@ def readings() -> list[tuple]:
                         + f", {fmt(cap.q)}" + ("" if cap is e["hbm_capacity"] else f" ({cap.source.title.split(',')[0]})"))
                 ch = memory_wall(CLAIM["first"], CLAIM["middle"], last, CLAIM["dtype"], alt=alt)
                 r = as_float(ch["r_cb"], "")
-                out.append((f"{short_name(e)} vs H100: {what}", ch, r, level(r)))
+                out.append((f"{e.short_name} vs H100: {what}", ch, r, level(r)))
     ch = memory_wall(CLAIM["first"], "h200", "b200", CLAIM["dtype"])
     r = as_float(ch["r_cb"], "")
     out.append(("B200 (HGX) vs H200", ch, r, level(r)))
@@ -330,12 +320,12 @@ def chain_texts(p, ch) -> dict:
            "ch-ridge-c": fmt(1 / ch["beta_c"]), "ch-s-ba": fmt(ch["s_ba"]), "ch-s-cb": fmt(ch["s_cb"]),
            "ch-kappa-a": fmt(ch["kappa_a"]), "ch-kappa-b": fmt(ch["kappa_b"]), "ch-kappa-c": fmt(ch["kappa_c"]),
            "ch-w-c": fmt(ch["W_c"]), "ch-f-c": fmt(ch["F_c"]), "ch-w-s": fmt(ch["w_s"]),
-           "ch-n-c": str(STACKS[p.gpu_c.key][0]) if p.gpu_c.key in STACKS else "assumed HBM3E",
+           "ch-n-c": str(stacks(p.gpu_c)[0]) if stacks(p.gpu_c) else "assumed HBM3E",
            "ch-n-x-ceil": str(math.ceil(as_float(ch["n_x"]))), "ch-l-x": fmt(ch["L_x"]), "ch-l-r": fmt(ch["L_r"]),
            "ch-d-x": fmt(ch["d_x"]), "ch-p-c": fmt(ch["P_c"]), "ch-tdp-c": fmt(ch["T_c"]), "ch-p-x-share": pct(ch["p_x"]),
            "ch-epsilon": fmt(ch["epsilon"])}
     for tag, name in zip("abc", ("gpu_a", "gpu_b", "gpu_c")):
-        out[f"name-{tag}"] = short_name(p[name])
+        out[f"name-{tag}"] = p[name].short_name
     return out
 
 
@@ -352,20 +342,23 @@ def chip_rows() -> list[tuple]:
     rows = []
     for key in sorted(catalog.keys("accelerator"), key=lambda k: (as_float(catalog.accelerator(k).q("bf16_dense"), "FLOP/s"),
                                                                   as_float(catalog.accelerator(k).q("hbm_bandwidth"), "B/s"))):
-        if key in STACKS:
-            e, (n, mem, _) = catalog.accelerator(key), STACKS[key]
+        e = catalog.accelerator(key)
+        if stacks(e):
+            n, mem, _ = stacks(e)
             per_stack = (e.q("hbm_bandwidth") / n).to("GB/s")
-            rows.append((short_name(e), mem, str(n), fmt(e.q("hbm_bandwidth")), fmt(per_stack),
-                         fmt((per_stack / PINS_PER_STACK).to("Gbit/s"))))
+            rows.append((e.short_name, mem, str(n), fmt(e.q("hbm_bandwidth")), fmt(per_stack),
+                         fmt((per_stack / int(HBM[mem.lower()].q("pins").m)).to("Gbit/s"))))
     return rows
 
 
 def shoreline_texts() -> dict:
     sites = 2 * math.floor(as_float(RETICLE[1] / STACK_EDGE, ""))
-    assert sites == STACKS["h200"][0]   # GH100, a near-reticle die, has exactly six HBM sites (H100 fills five)
+    # GH100, a near-reticle die, has exactly six HBM sites (H100 fills five)
+    assert sites == stacks(catalog.accelerator("h200"))[0]
     return {"hbm3-stack": fmt((HBM_GENERATIONS[2][1] * HBM_GENERATIONS[2][2]).to("GB/s")),
             "hbm3-pin": fmt(HBM_GENERATIONS[2][2]), "hbm4-stack": fmt((HBM_GENERATIONS[4][1] * HBM_GENERATIONS[4][2]).to("TB/s")),
-            "sites-per-die": str(sites), "h100-stacks": str(STACKS["h100-sxm"][0]), "reticle-long": fmt(RETICLE[1]),
+            "sites-per-die": str(sites), "h100-stacks": str(stacks(catalog.accelerator("h100-sxm"))[0]),
+            "reticle-long": fmt(RETICLE[1]),
             "stack-edge": fmt(STACK_EDGE), "hbm2e-pj": fmt(HBM2E_PJ), "hbm3e-gain": fmt(HBM3E_GAIN)}
 
 
@@ -394,7 +387,7 @@ def reading_rows(ck) -> list[tuple]:
 def software_texts(out) -> dict:
     return {"sw-b-b": fmt(out["B_b"]), "sw-b-c8": fmt(out["B_c8"]), "sw-b-c4": fmt(out["B_c4"]),
             "sw-k-mla": fmt(out["K_mla"], "kB/token"), "sw-k-mha": fmt(out["K_mha"], "MB/token"),
-            "sw-f-gqa": fmt(out["f_gqa"]), "sw-mla-name": short_name(catalog.model("deepseek-v3")),
+            "sw-f-gqa": fmt(out["f_gqa"]), "sw-mla-name": catalog.model("deepseek-v3").short_name,
             "sw-gqa-name": catalog.model("llama-3-70b").name}
 
 
@@ -406,7 +399,7 @@ def figure_data(p) -> dict:
     keys = sorted(catalog.keys("accelerator"), key=lambda k: (rate_of(k), catalog.accelerator(k).q("hbm_bandwidth").to("TB/s").m))
     bw = {k: catalog.accelerator(k).q("hbm_bandwidth").to("TB/s").m for k in keys}
     cap = {k: catalog.accelerator(k).q("hbm_capacity").to("GB").m for k in keys}
-    label = {k: short_name(catalog.accelerator(k)).replace("NVIDIA ", "").replace("AMD Instinct ", "").split(",")[0]
+    label = {k: catalog.accelerator(k).short_name.replace("NVIDIA ", "").replace("AMD Instinct ", "").split(",")[0]
              for k in keys}
     return dict(keys=keys, rate={k: rate_of(k) for k in keys}, bw=bw, label=label,
                 beta={k: bw[k] * 1e12 / (rate_of(k) * 1e12) for k in keys},
@@ -426,11 +419,11 @@ def exercises(p, ch: Chain) -> dict:
     cc = ck["cc"]
     pins4, rate4 = HBM_GENERATIONS[4][1], HBM_GENERATIONS[4][2]
     n4 = as_float(cc["W_x"] / (pins4 * rate4).to("TB/s"), "")
-    return {"ex1-name": short_name(catalog.accelerator("mi300x")), "ex1-beta": fmt(mi["beta_c"], style="sci"),
+    return {"ex1-name": catalog.accelerator("mi300x").short_name, "ex1-beta": fmt(mi["beta_c"], style="sci"),
             "ex1-kappa": fmt(mi["kappa_c"]), "ex1-r": fmt(mi["r_cb"]), "ex1-s": fmt(mi["s_cb"]),
-            "ex1-stacks": str(STACKS["mi300x"][0]), "ex2-pins": f"{pins4:,}", "ex2-rate": fmt(rate4),
+            "ex1-stacks": str(stacks(catalog.accelerator("mi300x"))[0]), "ex2-pins": f"{pins4:,}", "ex2-rate": fmt(rate4),
             "ex2-need": fmt(cc["W_x"]), "ex2-stacks": fmt(n4), "ex2-whole": str(math.ceil(n4)),
-            "ex2-has": str(STACKS["b200"][0]), "ex3-a": fmt(fp8["beta_a"], style="sci"),
+            "ex2-has": str(stacks(catalog.accelerator("b200"))[0]), "ex3-a": fmt(fp8["beta_a"], style="sci"),
             "ex3-b": fmt(fp8["beta_b"], style="sci"), "ex3-c": fmt(fp8["beta_c"], style="sci"),
             "ex3-w": fmt(fp8["W_x"]), "ex3-n": fmt(fp8["n_x"])}
 

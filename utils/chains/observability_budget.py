@@ -17,7 +17,7 @@ from utils.chains import continuous_batching as cb
 from utils.fleet import tracing
 from utils.params import Param, ParameterError, Result, Spec
 from utils.serving import batching
-from utils.units import fmt, pct, q
+from utils.units import duration, fmt, pct, q
 from utils.verdicts import READING, WRONG, Claim
 
 SIMULATION = "a seeded two-tenant request trace served step by step, each step's GPU time split by token share"
@@ -236,12 +236,7 @@ def span_rows(ch) -> list[list[str]]:
              "router": "assumption", "prefill": "roofline (utils.serving.batching)",
              "decode": "roofline: reply x mean step (one span)", "stream flush": "reply x host time per token"}
     sp = tracing.spans({k: as_float(v, "s") for k, v in d.items()})
-    return [[s.name, _ms(s.start), _ms(s.duration), where[s.name]] for s in sp]
-
-
-def _ms(s: float) -> str:
-    from utils.units import duration
-    return duration(s)
+    return [[s.name, duration(s.start), duration(s.duration), where[s.name]] for s in sp]
 
 
 def counter_rows(ch) -> list[list[str]]:

@@ -71,12 +71,6 @@ QUOTES = dict(reads="One forward pass reads every weight.",
                      "it, and the answer is different for the two halves of a request.")
 
 
-def tok(x) -> str:
-    """A token count for prose: "2,048 tokens"."""
-    v = as_float(x, "token") if hasattr(x, "units") else float(x)
-    return f"{fmt(v)} token" + ("" if v == 1 else "s")
-
-
 def _n(m, name, default=0):
     return int(m.q(name).m) if name in m else default
 
@@ -289,15 +283,15 @@ def prose(p, ch) -> dict:
     pre, dec = bound(ch, "t_pF", "t_pM"), bound(ch, "t_dF", "t_dM")
     return {
         "lm-head-share": pct(as_float(n_["lm_head"] / n_["active"], "")),
-        "intro-setup": f"{p.model.name} on {p.gpus_per_replica} {p.gpu.name}", "intro-prompt": tok(q(p.prompt_tokens, "token")),
+        "intro-setup": f"{p.model.name} on {p.gpus_per_replica} {p.gpu.name}", "intro-prompt": fmt(p.prompt_tokens, "token"),
         "intro-prefill-ms": fmt(ch["t_p"]), "intro-prefill-bound": pre, "intro-decode-ms": fmt(ch["t_d"]),
-        "intro-decode-bound": dec, "intro-knee": tok(ch["n_k"]), "chip-name": p.gpu.name,
+        "intro-decode-bound": dec, "intro-knee": fmt(ch["n_k"], "token"), "chip-name": p.gpu.name,
         "peak": fmt(ch["R"] * q(1, "GPU"), "TFLOP/s"), "bandwidth": fmt(ch["W"] * q(1, "GPU"), "TB/s"),
         "prefill-flops": fmt(ch["F_p"]), "prefill-bytes": fmt(ch["M_p"]), "prefill-tF": fmt(ch["t_pF"]),
         "prefill-tM": fmt(ch["t_pM"]), "prefill-bound": pre,
         "decode-batch": f"{fmt(p.decode_batch)} sequence" + ("" if p.decode_batch == 1 else "s"),
-        "decode-context": tok(q(p.context_tokens, "token")), "decode-flops": fmt(ch["F_d"]), "decode-bytes": fmt(ch["M_d"]),
-        "decode-tF": fmt(ch["t_dF"]), "decode-tM": fmt(ch["t_dM"]), "decode-bound": dec, "knee-rule": tok(ch["n_0"]),
+        "decode-context": fmt(p.context_tokens, "token"), "decode-flops": fmt(ch["F_d"]), "decode-bytes": fmt(ch["M_d"]),
+        "decode-tF": fmt(ch["t_dF"]), "decode-tM": fmt(ch["t_dM"]), "decode-bound": dec, "knee-rule": fmt(ch["n_0"], "token"),
         "knee-vs-rule": pct(as_float(ch["n_k"] / ch["n_0"], "") - 1),
         "prefill-vs-knee": "above" if ch["P"] >= ch["n_k"] else "below",
         "decode-weight-share": pct(as_float(ch["N_r"] * ch["b_w"] / ch["M_d"], "")),
@@ -345,12 +339,13 @@ def claims() -> list[Claim]:
     short_c = claim_chain(prompt_tokens=128)
     holds = bool(cc["t_pF"] > cc["t_pM"] and cc["t_dM"] > cc["t_dF"])
     setting = (f"{catalog.model(CLAIM['model']).name} in bf16 on {CLAIM['gpus']} {catalog.accelerator(CLAIM['gpu']).short_name}, "
-               f"a prompt of {tok(CLAIM['prompt'])} and a decode step at batch one and {tok(CLAIM['context'])} of context")
+               f"a prompt of {fmt(CLAIM['prompt'], 'token')} and a decode step at batch one and "
+               f"{fmt(CLAIM['context'], 'token')} of context")
     return [
         Claim("reads-every-weight", quote=QUOTES["reads"], source=SOURCE, claimed="every weight is read once per forward pass",
               derived=f"dense Llama-3-70B: {pct(r['dense'])} of the weights (all but the embedding table); "
                       f"DeepSeek-V3: {pct(r['one'])} at one token per pass, {pct(r['prompt'])} at "
-                      f"{tok(CLAIM['prompt'])}",
+                      f"{fmt(CLAIM['prompt'], 'token')}",
               verdict=READING if r["dense"] > 0.98 and r["one"] < 0.1 else WRONG,
               reading="a dense model, whose every weight a token passes through (all but the embedding table, a lookup)",
               nearest_true="" if r["dense"] > 0.98 else "a forward pass reads only the weights its tokens touch",
@@ -360,15 +355,16 @@ def claims() -> list[Claim]:
         Claim("two-halves", quote=QUOTES["halves"], source=SOURCE,
               claimed=f"prefill compute-bound, decode memory-bound; knee about the ridge ({fmt(CLAIM['ridge'])}) "
                       "in tokens per pass for bf16 weights",
-              derived=f"prefill of {tok(CLAIM['prompt'])}: intensity {fmt(cc['I_p'])}, {fmt(cc['t_p'])}; decode at "
-                      f"batch one: intensity {fmt(cc['I_d'])}, {fmt(cc['t_d'])}; knee {tok(cc['n_k'])} (weights alone "
-                      f"{tok(cc['n_0'])}); a decode token costs {fmt(cc['rho'])} prefill tokens",
+              derived=f"prefill of {fmt(CLAIM['prompt'], 'token')}: intensity {fmt(cc['I_p'])}, {fmt(cc['t_p'])}; decode at "
+                      f"batch one: intensity {fmt(cc['I_d'])}, {fmt(cc['t_d'])}; knee {fmt(cc['n_k'], 'token')} (weights alone "
+                      f"{fmt(cc['n_0'], 'token')}); a decode token costs {fmt(cc['rho'])} prefill tokens",
               verdict=READING if holds else WRONG,
               reading=f"{setting}: a prompt longer than the knee (the source names no model, chip or prompt)",
               nearest_true="" if holds else "both halves are bound by the same ceiling at these inputs",
               reason=f"The prompt's pass runs at {fmt(cc['I_p'])} against a ridge of {fmt(cc['I_star'])} "
                      f"(compute-bound) and the decode step at {fmt(cc['I_d'])} (memory-bound); the knee is "
-                     f"{tok(cc['n_k'])}, so a prompt of {tok(short_c['P'])} would be {bound(short_c, 't_pF', 't_pM')} "
+                     f"{fmt(cc['n_k'], 'token')}, so a prompt of {fmt(short_c['P'], 'token')} would be "
+                     f"{bound(short_c, 't_pF', 't_pM')} "
                      f"like decode."),
     ]
 
@@ -393,14 +389,15 @@ def checks() -> dict:
         floors=(b_pre, b_dec) == ("compute", "memory") and abs(as_float(t_pre / cc["t_p"], "") - 1) < 1e-9
         and abs(as_float(t_dec / cc["t_d"], "") - 1) < 1e-9,
         experts=r["dense"] > 0.98 and r["one"] < 0.1 and r["prompt"] > 0.99)
-    glue = {"claim-ridge": fmt(CLAIM["ridge"]), "check-gpus": str(CLAIM["gpus"]), "check-prompt": tok(CLAIM["prompt"]),
-            "check-context": tok(CLAIM["context"]), "check-ridge": fmt(cc["I_star"]), "check-ip": fmt(cc["I_p"]),
+    glue = {"claim-ridge": fmt(CLAIM["ridge"]), "check-gpus": str(CLAIM["gpus"]), "check-prompt": fmt(CLAIM["prompt"], "token"),
+            "check-context": fmt(CLAIM["context"], "token"), "check-ridge": fmt(cc["I_star"]), "check-ip": fmt(cc["I_p"]),
             "check-id": fmt(cc["I_d"]), "check-tp": fmt(cc["t_p"]), "check-td": fmt(cc["t_d"]),
-            "check-knee": tok(cc["n_k"]), "check-knee-rule": tok(cc["n_0"]), "check-knee-ratio": pct(knee_ratio - 1),
-            "check-knee-bisect": tok(knee_bisect), "check-knee-l2": tok(knee_l2), "check-rho": fmt(cc["rho"]),
+            "check-knee": fmt(cc["n_k"], "token"), "check-knee-rule": fmt(cc["n_0"], "token"),
+            "check-knee-ratio": pct(knee_ratio - 1),
+            "check-knee-bisect": fmt(knee_bisect, "token"), "check-knee-l2": fmt(knee_l2, "token"), "check-rho": fmt(cc["rho"]),
             "check-square": fmt(square.to("TFLOP")), "check-fp": fmt(cc["F_p"]), "check-dense-read": pct(r["dense"]),
             "ds-name": r["ds_name"], "ds-experts": f"{r['ds'].k_e} of {r['ds'].E}", "ds-read-1": pct(r["one"]),
-            "ds-read-p": pct(r["prompt"]), "ds-tokens-90": tok(r["tokens_90"])}
+            "ds-read-p": pct(r["prompt"]), "ds-tokens-90": fmt(r["tokens_90"], 'token')}
     return dict(chain=cc, asserts=asserts, glue=glue)
 
 
@@ -438,10 +435,10 @@ def batching(p) -> dict:
                 "no decode batch reaches the knee: each sequence reads its own cache of "
                 f"{fmt(q(s.kappa * p.context_tokens, 'byte').to('GB'))}, which no batch shares, and however large "
                 f"the batch the pass stays below {fmt(q(i_inf, 'FLOP/byte'))}")
-    return {"bk-context": tok(p.context_tokens), "bk-sentence": sentence,
+    return {"bk-context": fmt(p.context_tokens, "token"), "bk-sentence": sentence,
             "bk-reach": ("at any context (the cache's reads never outweigh the FLOPs)" if T_reach <= 0
-                         else f"only at contexts below {tok(T_reach)}"),
-            "mix-chunk": tok(p.chunk_tokens), "mix-seqs": fmt(p.mixed_decode_sequences),
+                         else f"only at contexts below {fmt(T_reach, 'token')}"),
+            "mix-chunk": fmt(p.chunk_tokens, "token"), "mix-seqs": fmt(p.mixed_decode_sequences),
             "mix-t": fmt(q(t_mix, "s").to("ms")), "mix-apart": fmt(q(t_apart, "s").to("ms")),
             "mix-chunk-alone": fmt(q(t_chunk, "s").to("ms")), "mix-saving": pct(1 - t_mix / t_apart),
             "mix-extra": pct(t_mix / t_chunk - 1)}
@@ -484,20 +481,21 @@ def pass_curves(p, n_grid) -> dict:
 
 
 def what_changes(p, ch: Chain) -> dict:
-    out = {label: tok(claim_chain(acc=catalog.accelerator(key))["n_k"])
+    out = {label: fmt(claim_chain(acc=catalog.accelerator(key))["n_k"], "token")
            for key, label in (("a100-sxm-80gb", "wc-a100"), ("h100-sxm", "wc-h100"), ("h200", "wc-h200"), ("b200", "wc-b200"))}
-    out["wc-fp8w"] = tok(claim_chain(weight_bytes_per_param=1.0)["n_k"])
+    out["wc-fp8w"] = fmt(claim_chain(weight_bytes_per_param=1.0)["n_k"], "token")
     h100 = catalog.accelerator(CLAIM["gpu"])
     cs_fp8 = spec_for(catalog.model(CLAIM["model"]), h100, CLAIM["gpus"], 1.0, CLAIM["kv_bytes"])
-    out["wc-fp8wa"] = tok(knee_by_bisection(replace(cs_fp8, chip=_chip(h100, "fp8"))))
+    out["wc-fp8wa"] = fmt(knee_by_bisection(replace(cs_fp8, chip=_chip(h100, "fp8"))), "token")
     ds = claim_chain(m=catalog.model("deepseek-v3"), acc=catalog.accelerator("h200"), weight_bytes_per_param=1.0,
                      kv_bytes_per_element=1.0)
-    out["wc-ds-knee"] = tok(ds["n_k"])
+    out["wc-ds-knee"] = fmt(ds["n_k"], "token")
     out["wc-ds-gpus"] = str(CLAIM["gpus"])
     out["wc-ds-bound"] = (bound(ds, "t_pF", "t_pM") + f" (intensity {fmt(ds['I_p'])} against a ridge of "
                           f"{fmt(ds['I_star'])})")
     sp_c = claim_chain(prompt_tokens=128)
-    out.update({"wc-short-prompt": tok(128), "wc-short-time": fmt(sp_c["t_p"]), "wc-short-bound": bound(sp_c, "t_pF", "t_pM")})
+    out.update({"wc-short-prompt": fmt(128, "token"), "wc-short-time": fmt(sp_c["t_p"]),
+                "wc-short-bound": bound(sp_c, "t_pF", "t_pM")})
     return out
 
 
@@ -518,9 +516,9 @@ def exercises(p, ch: Chain) -> dict:
         lo, hi = (mid, hi) if gap(mid) < 0 else (lo, mid)
     chunk = math.ceil(hi)
     return {"ex1-model": m8.name, "ex1-tp": fmt(ex1["t_p"]), "ex1-bp": bound(ex1, "t_pF", "t_pM"),
-            "ex1-td": fmt(ex1["t_d"]), "ex1-bd": bound(ex1, "t_dF", "t_dM"), "ex1-knee": tok(ex1["n_k"]),
-            "ex2-tokens": tok(as_float(cc["rho"], "")), "ex3-seqs": str(seqs), "ex3-chunk": tok(chunk),
-            "ex3-total": tok(chunk + seqs)}
+            "ex1-td": fmt(ex1["t_d"]), "ex1-bd": bound(ex1, "t_dF", "t_dM"), "ex1-knee": fmt(ex1["n_k"], "token"),
+            "ex2-tokens": fmt(as_float(cc["rho"], ""), "token"), "ex3-seqs": str(seqs), "ex3-chunk": fmt(chunk, "token"),
+            "ex3-total": fmt(chunk + seqs, 'token')}
 
 
 SPEC = ChapterSpec("prefill-vs-decode", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)

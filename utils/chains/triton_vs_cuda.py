@@ -15,11 +15,10 @@ import re
 import utils.chains.torch_compile as tc
 from utils import catalog
 from utils.chain import Chain, as_float, memoised
-from utils.chains import bank_conflicts, flash_attention_versions, top_k_radix_select
 from utils.chains import bank_conflicts as bc
 from utils.chains import flash_attention_versions as fa
 from utils.chains import top_k_radix_select as tk
-from utils.gpu.triton_gaps import GAP, GAPS, NEEDS, decide, inventory, shuffle_reduction, tally, tree_reduction
+from utils.gpu.triton_gaps import GAP, GAPS, decide, inventory, shuffle_reduction, tally, tree_reduction
 from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, pct, q, short
 from utils.verdicts import READING, WRONG, Claim
@@ -46,20 +45,15 @@ RESULTS = (
            of="S_4"),
 )
 
-# Figures published by others (labelled so on the page).
-OTHERS = dict(
-    tutorial_tflops=476.753, fa3_tflops=620.73, shape="batch 1, 16 heads, 16,384 tokens, head dimension 128",
-    cite="pytorch/benchmark pull request 2391, July 2024",
-    flex_ms=11.06, flex_ws_ms=9.35, flex_shape="bf16, batch 8, 16 heads, 8,192 tokens, head dimension 128",
-    flex_cite="pytorch/pytorch pull request 150470, April 2025",
-    flex_source=("pytorch/pytorch PR #150470, '[pytorch][triton] Allow warp spec for FlexAttention kernel' "
-                 "(2025-04-01): do_bench ms, best config without warp specialisation against with it, "
-                 "https://github.com/pytorch/pytorch/pull/150470, read 2026-12-01"),
-    source=("pytorch/benchmark PR #2391, 'Fix dimension order for FlashAttention-3' (July 2024, H100; "
-            "triton_tutorial_flash_v2 against flash_v3 TFLOP/s), "
-            "https://github.com/pytorch/benchmark/pull/2391, read 2026-12-01 (via app.semanticdiff.com)"),
-)
-FA3_SOURCE = fa.FA3
+def others() -> dict:
+    """Figures published by others (labelled so on the page), from the catalog: Triton's attention tutorial
+    against FlashAttention-3 on an H100, and FlexAttention without and with warp specialisation."""
+    tut, fa3, flex = (catalog.entry("software", k) for k in ("triton-attention-tutorial", "flash-attention-3",
+                                                             "flex-attention"))
+    return dict(tutorial_tflops=tut.q("h100_tflops"), fa3_tflops=fa3.q("h100_tflops"), shape=tut.q("h100_shape"),
+                cite=tut["h100_tflops"].source.title.split(": ")[0], flex_ms=flex.q("ms"),
+                flex_ws_ms=flex.q("ms_warp_specialised"), flex_shape=flex.q("shape"),
+                flex_cite=flex["ms"].source.title.split(": ")[0])
 
 
 BEFORE, NOW = (3, 3), (3, 9)     # the last Triton without warp specialisation; the book's pin
@@ -87,9 +81,9 @@ def validate(p):
 
 def parts(gpu, model, k, launch_us) -> dict:
     """Each gap's chain, from the chapter that owns it, at that chapter's own defaults except the GPU."""
-    b, f = bank_conflicts.SPEC.defaults(), flash_attention_versions.SPEC.defaults()
+    b, f = bc.SPEC.defaults(), fa.SPEC.defaults()
     return dict(
-        topk=tk.topk_chain(model, gpu, k, 4, top_k_radix_select.SPEC.defaults()["batch_rows"], launch_us),
+        topk=tk.topk_chain(model, gpu, k, 4, tk.SPEC.defaults()["batch_rows"], launch_us),
         bank=bc.bank_chain(gpu, 4, 32, 33, b["matrix_n"], b["sm_clock_ghz"]),
         flash=fa.flash_chain(gpu, f["head_dim"], f["block_q"], f["block_k"], f["mufu_per_sm_per_clock"],
                              f["sm_clock_ghz"], f["batch_heads"], f["seq_len"]),
@@ -176,17 +170,18 @@ def claims() -> list[Claim]:
 def claim_numbers() -> dict:
     ck = checks()
     t = ck["tally"]
-    fa3, tut = OTHERS["fa3_tflops"], OTHERS["tutorial_tflops"]
+    o = others()
+    fa3, tut = o["fa3_tflops"], o["tutorial_tflops"]
     return {
         "c-total": fmt(t["total"]), "c-none": fmt(t["none"]), "c-share": pct(ck["share"]), "c-sync": fmt(t["sync"]),
         "c-smem": fmt(t["smem"]), "c-launch": fmt(t["launch"]), "c-warp": fmt(t["warp"]),
         "c-most": pct(CLAIM["most"]),
         "c-v33": fmt(ck["by_tool"][BEFORE]), "c-v39": fmt(ck["by_tool"][NOW]),
-        "o-tut": fmt(q(tut, "TFLOP/s")), "o-fa3": fmt(q(fa3, "TFLOP/s")), "o-ratio": pct(tut / fa3),
-        "o-shape": OTHERS["shape"], "o-source": OTHERS["cite"],
-        "o-flex": fmt(q(OTHERS["flex_ms"], "ms")), "o-flex-ws": fmt(q(OTHERS["flex_ws_ms"], "ms")),
-        "o-flex-gain": f"{fmt(OTHERS['flex_ms'] / OTHERS['flex_ws_ms'])}x", "o-flex-shape": OTHERS["flex_shape"],
-        "o-flex-source": OTHERS["flex_cite"],
+        "o-tut": fmt(tut), "o-fa3": fmt(fa3), "o-ratio": pct(as_float(tut / fa3, "")),
+        "o-shape": o["shape"], "o-source": o["cite"],
+        "o-flex": fmt(o["flex_ms"]), "o-flex-ws": fmt(o["flex_ws_ms"]),
+        "o-flex-gain": f"{fmt(as_float(o['flex_ms'] / o['flex_ws_ms'], ''))}x", "o-flex-shape": o["flex_shape"],
+        "o-flex-source": o["flex_cite"],
     }
 
 
@@ -236,12 +231,12 @@ def figure_data(ch: Chain) -> dict:
     labels = [g.name for g in GAPS]
     return dict(labels=labels, given_up=[as_float(ch[k], "") for k in ("w_1", "s_2", "g_3", "S_4")],
                 kernels=[ck["tally"][g.key] for g in GAPS], none=ck["tally"]["none"], total=ck["tally"]["total"],
-                others=OTHERS["fa3_tflops"] / OTHERS["tutorial_tflops"])
+                others=as_float(others()["fa3_tflops"] / others()["tutorial_tflops"], ""))
 
 
 def what_changes(p, ch: Chain) -> dict:
     k_reg = gaps_chain(p.gpu, p.model, tk.K_REG, p.launch_us)
-    f = flash_attention_versions.SPEC.defaults()
+    f = fa.SPEC.defaults()
     c8 = fa.flash_chain(p.gpu, f["head_dim"], f["block_q"], f["block_k"], f["mufu_per_sm_per_clock"],
                         f["sm_clock_ghz"], f["batch_heads"], f["seq_len"], precision="fp8") \
         if "fp8_dense" in p.gpu else None
@@ -269,10 +264,6 @@ def exercises(p, ch: Chain) -> dict:
         "ex2-shfl-b": fmt(s2["barriers"]), "ex2-shfl-bytes": fmt(q(s2["smem_bytes"], "B")),
         "ex3-k": fmt(1), "ex3-w": f"{fmt(e3['w_1'])}x", "ex3-P": fmt(e3["P"]),
     }
-
-
-def needs_of(file: str, name: str) -> tuple:
-    return NEEDS[(file, name)][0]
 
 
 SPEC = Spec("triton-vs-cuda", PARAMETERS, RESULTS, compute, validate=validate)
