@@ -71,6 +71,21 @@ def sig_fig_tolerance(claimed, figures: int = 2) -> float:
     return 0.5 * unit / v
 
 
+def rounds_to(derived, claimed, figures: int) -> bool:
+    """True when `derived`, rounded to `figures` significant figures, is `claimed` (the claim's own precision):
+    5.85 million to one figure is 6 million, so it does not round to a claimed 10 million, though it is within
+    sig_fig_tolerance's +-50% of it. Quantities are compared in the claimed quantity's unit."""
+    import math
+    if hasattr(claimed, "units"):
+        derived, claimed = derived.to(claimed.units).magnitude, claimed.magnitude
+    d, c = float(derived.magnitude if hasattr(derived, "units") else derived), float(claimed)
+    if c == 0 or d == 0:
+        return d == c
+    def rounded(x):
+        return round(x, figures - 1 - math.floor(math.log10(abs(x))))
+    return math.isclose(rounded(d), rounded(c), rel_tol=1e-12)
+
+
 def judge(derived, claimed, rel: float) -> str:
     """HOLDS when the chain lands within the claim's tolerance, WRONG otherwise. A chain that needs a
     reading to land sets READING itself, naming it."""
