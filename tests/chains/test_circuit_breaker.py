@@ -227,3 +227,11 @@ def test_cross_checks_are_refused():
         chains.derive("circuit-breaker", degraded_error=0.05)
     with pytest.raises(ParameterError, match="request_rate"):
         chains.derive("circuit-breaker", request_rate=1000.0)
+
+
+def test_the_breaker_keeps_its_contract_in_every_scenario():
+    ck = chapter.contract_checks()
+    assert ck["scenarios"] == 4 + len(chapter.BAD_ARGS) + len(chapter.BAD_OUTCOMES) and ck["held"] == ck["scenarios"]
+    assert ck["spells"] > 0 and ck["most"] == chapter.FUZZ["probe_limit"] and ck["gap"] <= ck["bound"]
+    # the fuzz can fail: without the probe timeout (a huge one) silent probes hold it half-open for good
+    assert chapter.fuzz(probe_timeout_s=1e6)["gap"] > ck["bound"]

@@ -42,3 +42,10 @@ def test_a_bigger_bound_holds_more_and_bigger_items_fit_fewer():
     heavy = chains.derive("queue-shutdown", item_mb=128.0)
     assert heavy["largest_bound"] < base["largest_bound"] and heavy["time_to_exhaust"] < base["time_to_exhaust"]
     assert heavy["items_lost"].m == 0
+
+
+def test_the_pool_keeps_its_contract_in_every_scenario():
+    ck = chapter.contract_checks()
+    assert ck["scenarios"] == len(chapter.RAISES) + 1 + len(chapter.BAD_ARGS) and ck["held"] == ck["scenarios"]
+    assert ck["items"] == 60 * len(chapter.RAISES) + 10 and ck["lost"] == 0 and ck["threads"] == 0
+    assert set(chapter.contract_text()) == {f"contract-{k}" for k in ("scenarios", "held", "items", "lost", "threads")}

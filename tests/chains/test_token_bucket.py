@@ -186,3 +186,14 @@ def test_chapter_property_admitted_is_burst_plus_rate_times_window(burst):
     from utils import chains
     r = chains.derive("token-bucket", burst=burst, window=5.0, step_at=1.0)
     assert r["admitted"].m == r["max_in_window"].m == burst + 50
+
+
+def test_the_bucket_keeps_its_contract_in_every_scenario():
+    from utils.chains import token_bucket as chapter
+    ck = chapter.contract_checks()
+    assert ck["scenarios"] == 3 + len(chapter.HOSTILE_SIZES) + len(chapter.HOSTILE_READINGS)
+    assert ck["held"] == ck["scenarios"] and ck["over"] == 0
+    assert ck["windows"] == chapter.N_REQUESTS * (chapter.N_REQUESTS + 1) // 2
+    # the window check can fail: a bucket twice as deep as the bound it is held to overshoots it
+    deep = lambda capacity, rate, clock: TokenBucket(2 * capacity, rate, clock=clock)   # noqa: E731
+    assert chapter.windows_over(bucket=deep)[1] > 0

@@ -42,3 +42,13 @@ def test_more_versions_cost_logarithmically_and_more_keys_hide_the_bug():
     assert big["read_speedup"].m > 100 * base["read_speedup"].m
     assert chains.derive(SLUG, sim_keys=32)["off_by_one_wrong_reads"] < base["off_by_one_wrong_reads"]
     assert chains.derive(SLUG, value_bytes=1000.0)["version_overhead"] < base["version_overhead"]
+
+
+def test_the_store_keeps_its_contract_in_every_scenario():
+    ck = chapter.contract_checks()
+    assert ck["scenarios"] == 2 + len(chapter.HOSTILE_KEYS) + len(chapter.HOSTILE_VERSIONS)
+    assert ck["held"] == ck["scenarios"] and ck["torn"] == 0
+    assert (ck["race"], ck["versions"]) == (chapter.RACE_SNAPSHOTS, chapter.LOG_WRITES)
+    # the checks can fail: the off-by-one search disagrees with the log, a mixed snapshot is torn
+    assert chapter.log_snapshots(side="left") > 0
+    assert chapter.torn({"a": 1, "b": 2}, ["a", "b"]) and not chapter.torn({"a": 2, "b": 1}, ["a", "b"])

@@ -15,6 +15,7 @@ multiple of its normal load. An open breaker sends it only the half-open probes.
 from __future__ import annotations
 
 import math
+import random
 
 from utils.chain import Chain, memoised
 from utils.components.circuit_breaker import (
@@ -377,6 +378,112 @@ def timeline_text(runs: dict, p) -> dict:
             "fig-k10-false": fmt(k10["false_trips"]), "fig-rate-open": never(r["first_open_after"]),
             "fig-k10-open": never(k10["first_open_after"]), "fig-rate-close": never(r["closed_after_recovery"]),
             "fig-rate-refused": pct(r["refused"] / max(1, r["requests"]))}
+
+
+# --- the mechanism's contract, run small and in-process ---------------------------------------------
+BAD_ARGS = (dict(failure_rate=float("nan")), dict(window_s=float("nan")), dict(open_timeout_s=float("inf")),
+            dict(min_requests=1.5), dict(probe_limit=True), dict(failure_rate=0), dict(probe_timeout_s=-1),
+            dict(close_after=6, probe_limit=5))
+BAD_OUTCOMES = (None, 0, 1, "yes", float("nan"))
+FUZZ = dict(failure_rate=0.5, window_s=10.0, min_requests=4, open_timeout_s=30.0, probe_limit=3, close_after=2,
+            probe_timeout_s=20.0)
+FUZZ_CALLS, FUZZ_STEP_S = 5000, 1.0        # calls offered, at most a second apart
+
+
+def opened(**kw) -> tuple[FakeClock, CircuitBreaker]:
+    """A breaker opened by two failures (two probes, two to close, a timeout of thirty seconds)."""
+    clock = FakeClock()
+    cb = CircuitBreaker(**{**dict(failure_rate=0.5, window_s=10, min_requests=2, open_timeout_s=30, probe_limit=2,
+                                  close_after=2), **kw, "clock": clock})
+    for _ in range(2):
+        cb.allow()
+        cb.record(False)
+    return clock, cb
+
+
+def silent_probes_reopen() -> bool:
+    """Both probes taken and never answered: open again after the probe timeout, then fresh permits close it."""
+    clock, cb = opened()
+    clock.advance(30)
+    ok = cb.allow() and cb.allow() and not cb.allow()
+    clock.advance(29.9)
+    ok = ok and cb.state == HALF_OPEN and not cb.allow()
+    clock.advance(0.1)
+    ok = ok and cb.state == OPEN
+    clock.advance(30)
+    ok = ok and cb.allow()
+    cb.record(True)
+    ok = ok and cb.allow()
+    cb.record(True)
+    return ok and cb.state == CLOSED
+
+
+def late_answers_are_not_probes() -> bool:
+    clock, cb = opened()
+    clock.advance(30)
+    cb.record(True)                       # answers to calls let through while it was closed
+    cb.record(True)
+    return cb.state == HALF_OPEN and cb.probes == 0 and sum(cb.allow() for _ in range(5)) == 2
+
+
+def fuzz(seed: int = 0, **kw) -> dict:
+    """Seeded calls at random gaps against a backend that breaks and recovers every few minutes; answers
+    come late, out of order, or never. Counts the calls let through in each half-open spell and the
+    longest time no call was let through."""
+    rng, clock = random.Random(seed), FakeClock()
+    cfg = {**FUZZ, **kw}
+    cb = CircuitBreaker(**cfg, clock=clock)
+    pending, per_spell, last_through, gap = [], {}, 0.0, 0.0
+    for _ in range(FUZZ_CALLS):
+        clock.advance(rng.uniform(0, FUZZ_STEP_S))
+        half = cb.state == HALF_OPEN
+        spell = sum(s == HALF_OPEN for _, s in cb.transitions)
+        if cb.allow():
+            gap, last_through = max(gap, clock.t - last_through), clock.t
+            pending.append(clock.t)
+            if half:
+                per_spell[spell] = per_spell.get(spell, 0) + 1
+        if pending and rng.random() < 0.7:
+            pending.pop(rng.randrange(len(pending)))
+            if rng.random() < 0.8:            # the rest never answer
+                broken = int(clock.t // 300) % 2 == 1
+                cb.record(rng.random() >= (0.9 if broken else 0.02))
+    gap = max(gap, clock.t - last_through)       # a breaker that refuses for good ends on its longest gap
+    return dict(spells=len(per_spell), most=max(per_spell.values(), default=0), gap=gap,
+                bound=cfg["open_timeout_s"] + cfg["probe_timeout_s"] + FUZZ_STEP_S)
+
+
+@memoised   # deterministic counts: the page and the tests share them
+def contract_checks() -> dict:
+    """The mechanism's contract, run small and in-process: {scenarios, held, calls, spells, most, gap, bound}.
+    The scenarios: probes that never answer, late answers, a seeded fuzz of calls whose answers come late or
+    never (permits counted, no refusal for good), bad arguments and outcomes (refused, nothing changed). The
+    full set is tests/components/test_circuit_breaker_adversarial.py."""
+    fz = fuzz()
+    held = silent_probes_reopen() + late_answers_are_not_probes()
+    held += (fz["most"] <= FUZZ["probe_limit"] and fz["spells"] > 0) + (fz["gap"] <= fz["bound"])
+    for kw in BAD_ARGS:
+        try:
+            CircuitBreaker(**kw)
+        except ValueError:
+            held += 1
+    for ok in BAD_OUTCOMES:
+        cb = CircuitBreaker(min_requests=1, failure_rate=1.0, clock=FakeClock())
+        cb.allow()
+        try:
+            cb.record(ok)
+        except ValueError:
+            held += cb.state == CLOSED and len(cb.window) == 0
+    return dict(scenarios=4 + len(BAD_ARGS) + len(BAD_OUTCOMES), held=int(held), calls=FUZZ_CALLS,
+                limit=FUZZ["probe_limit"], **fz)
+
+
+def contract_text() -> dict:
+    ck = contract_checks()
+    return {"contract-scenarios": f"{ck['scenarios']:,}", "contract-held": f"{ck['held']:,}",
+            "contract-calls": f"{ck['calls']:,}", "contract-spells": f"{ck['spells']:,}",
+            "contract-most": f"{ck['most']:,}", "contract-limit": f"{ck['limit']:,}",
+            "contract-gap": fmt(q(ck["gap"], "s")), "contract-bound": fmt(q(ck["bound"], "s"))}
 
 
 SPEC = Spec("circuit-breaker", PARAMETERS, RESULTS, compute, validate=validate)

@@ -18,6 +18,7 @@ import threading
 
 import numpy as np
 
+from utils import catalog
 from utils.chain import Chain, as_float, memoised
 from utils.components.idempotent_api import KEY_RETENTION_S, TRANSITIONS, ResourceAPI, pagination_trial
 from utils.components.idempotent_api import contract_scenarios as api_contract
@@ -286,13 +287,15 @@ def what_changes(p, ch: Chain) -> dict:
 
 
 def exercises(p, ch: Chain) -> dict:
-    big = duplicate_chain(256, 96.0, 2.35, 1.0, p.creates_per_day, p.timeout_rate, p.retry_rate)
+    contract = catalog.price("h100-rental").q("contract_1y")          # a one-year contract's price
+    big = duplicate_chain(256, 96.0, as_float(contract, "USD/GPU/hour"), 1.0, p.creates_per_day, p.timeout_rate,
+                          p.retry_rate)
     # 2: the timeout rate at which duplicates come once a week: N t / (1 - t) = 1/7 with r = 1
     n, per_week = p.creates_per_day, 1 / 7
     t_week = per_week / (n + per_week)
     # 3: offset pagination, newest first: k inserts between two page reads push k rows of page one onto page two
     limit, k = 50, 10
-    return {"ex1-g": fmt(q(256, "GPU")), "ex1-h": fmt(q(96, "hour")), "ex1-p": fmt(q(2.35, "USD/GPU/hour")),
+    return {"ex1-g": fmt(q(256, "GPU")), "ex1-h": fmt(q(96, "hour")), "ex1-p": fmt(contract),
             "ex1-cost": fmt(big["C_dup"]), "ex1-year": fmt(big["C_yr"]),
             "ex2-n": fmt(n), "ex2-t": fmt(t_week, digits=3), "ex2-pct": pct(t_week, digits=3),
             "ex3-limit": fmt(limit), "ex3-k": fmt(k), "ex3-repeats": fmt(min(k, limit)), "ex3-cursor": fmt(0)}

@@ -10,6 +10,9 @@ aged job outranks every fresh arrival is the priority gap over the aging rate.
 """
 from __future__ import annotations
 
+import math
+from dataclasses import replace
+
 import numpy as np
 
 from utils.chain import Chain, memoised
@@ -265,6 +268,54 @@ def exercises(p, ch: Chain) -> dict:
             "ex3-pre": f"{rs['checkpoint'].preemptions:,}",
             "ex3-base": fmt(q(base["checkpoint"].lost_gpu_hours, "GPU*hour")),
             "ex3-base-pre": f"{base['checkpoint'].preemptions:,}"}
+
+
+# --- the mechanism's contract, run small and in-process ---------------------------------------------
+HOSTILE = (dict(name="b"), dict(gpus=0), dict(gpus=9), dict(gpus=1.5), dict(gpus=True), dict(priority=1.5),
+           dict(priority=float("nan")), dict(work=float("nan")), dict(work=0.0), dict(work=float("inf")),
+           dict(submit=float("nan")), dict(checkpoint_every=-1.0), dict(checkpoint_every=float("nan")),
+           dict(name=None))                 # each beside a valid job "b" on eight GPUs; name="b" makes two
+BAD_ARGS = (dict(aging=float("nan")), dict(aging=-1.0), dict(n_gpus=8.0))
+WORKLOADS = tuple((seed, aging) for seed in (0, 1, 2) for aging in (0.0, 0.5))   # 60 jobs on 16 GPUs each
+
+
+def kept_order(out) -> bool:
+    """Every job finished once, after its submit; every victim strictly below the job that evicted it, so
+    no two jobs ever evict each other in turn."""
+    done = all(j.finish is not None and math.isfinite(j.finish) and j.finish >= j.submit for j in out.jobs)
+    pairs = {(head, v) for _, head, victims in out.log for v in victims}
+    below = all(out.job(v).priority < out.job(head).priority for head, v in pairs)
+    return done and below and not any((v, head) in pairs for head, v in pairs)
+
+
+@memoised   # deterministic counts: the page and the tests share them
+def contract_checks() -> dict:
+    """The mechanism's contract, run small and in-process: {scenarios, held, jobs, evictions, unfinished}.
+    The scenarios: hostile jobs and arguments (refused before anything runs), two equal-priority jobs,
+    seeded workloads with and without aging. The full set is tests/components/test_preemptive_queue_adversarial.py."""
+    ok = Job("a", 1, 2, 1.0, 0.0, 0.5)
+    held = 0
+    for bad in HOSTILE:
+        try:
+            simulate([replace(ok, name="b", priority=0), replace(ok, **bad)], 8)
+        except ValueError:
+            held += 1
+    for kw in BAD_ARGS:
+        try:
+            simulate([ok], **{"n_gpus": 8, **kw})
+        except ValueError:
+            held += 1
+    held += simulate(EQUAL, 8).evictions == 0
+    outs = [simulate(workload(60, 16, 0.9, seed=s), 16, aging=a) for s, a in WORKLOADS]
+    held += sum(kept_order(o) for o in outs)
+    return dict(scenarios=len(HOSTILE) + len(BAD_ARGS) + 1 + len(WORKLOADS), held=held,
+                jobs=sum(len(o.jobs) for o in outs), evictions=sum(o.evictions for o in outs),
+                unfinished=sum(j.finish is None for o in outs for j in o.jobs))
+
+
+def contract_text() -> dict:
+    ck = contract_checks()
+    return {f"contract-{k}": f"{ck[k]:,}" for k in ("scenarios", "held", "jobs", "evictions", "unfinished")}
 
 
 SPEC = Spec("preemptive-job-queue", PARAMETERS, RESULTS, compute, validate=validate)

@@ -207,4 +207,47 @@ def exercises(p, ch: Chain) -> dict:
             "ex3-w": f"{int(-(-p.producer_rate // p.worker_rate)):,}"}
 
 
+# --- the mechanism's contract, run small and in-process ---------------------------------------------
+RAISES = (ValueError, SystemExit, KeyboardInterrupt, GeneratorExit)    # what a handler may throw at a worker
+BAD_ARGS = (dict(workers=0), dict(workers=1.5), dict(workers=True), dict(maxsize=-1), dict(maxsize=float("nan")),
+            dict(timeout=float("nan")), dict(timeout=0), dict(timeout=float("inf")), dict(sentinels="none"),
+            dict(on_error="ignore"))
+
+
+@memoised   # deterministic counts: the page and the tests share them
+def contract_checks() -> dict:
+    """The mechanism's contract, run small and in-process: {scenarios, held, items, lost, threads}. The
+    scenarios: handlers that raise anything (SystemExit and KeyboardInterrupt included) on every third item,
+    a source that raises part-way, bad arguments. The full set is tests/components/test_work_queue_adversarial.py."""
+    runs = []
+    for exc in RAISES:
+        def handle(i, exc=exc):
+            if i % 3 == 0:
+                raise exc(f"item {i}")
+        runs.append(run_pool(range(60), handle, workers=4, maxsize=4, timeout=2.0))
+    held = sum(r.lost == 0 and len(r.failed) == 20 and len(r.processed) == 40 and r.threads_left == 0
+               and not r.join_hung and not r.workers_hung for r in runs)
+
+    def source():
+        yield from range(10)
+        raise SystemExit("the source died")
+    dead = run_pool(source(), lambda i: None, workers=2, maxsize=2, timeout=2.0)
+    held += dead.producer_error.startswith("SystemExit") and dead.lost == 0 and dead.threads_left == 0
+    runs.append(dead)
+    for kw in BAD_ARGS:
+        try:
+            run_pool(range(3), lambda i: None, **kw)
+        except ValueError:
+            held += 1
+    return dict(scenarios=len(RAISES) + 1 + len(BAD_ARGS), held=held, items=sum(r.n_items for r in runs),
+                lost=sum(r.lost for r in runs), threads=sum(r.threads_left for r in runs))
+
+
+def contract_text() -> dict:
+    ck = contract_checks()
+    return {k: f"{ck[n]:,}" for k, n in (("contract-scenarios", "scenarios"), ("contract-held", "held"),
+                                         ("contract-items", "items"), ("contract-lost", "lost"),
+                                         ("contract-threads", "threads"))}
+
+
 SPEC = Spec("queue-shutdown", PARAMETERS, RESULTS, compute, validate=validate)

@@ -269,4 +269,92 @@ def exercises(p, ch: Chain) -> dict:
             "ex3-debt": fmt(q(step * rate3, "request")), "ex3-wait": fmt(q(step + 1 / rate3, "s"))}
 
 
+# --- the mechanism's contract, run small and in-process ---------------------------------------------
+HOSTILE_SIZES = (None, float("nan"), float("inf"), -1, 0, True, "1", 51)   # 51: above a capacity of 50
+HOSTILE_READINGS = (float("nan"), float("inf"), None)
+N_REQUESTS = 400                  # the seeded sequence: arrivals every 20 ms on average, sizes 1, 2 or 5
+
+
+def hammered(capacity: int = 50, rate: float = 100.0, threads: int = 7, calls: int = 500) -> tuple[int, float]:
+    """Threads asking at once while another moves the clock on by a second: (admitted, seconds elapsed)."""
+    clock = FakeClock()
+    b, got, go = TokenBucket(capacity, rate, clock=clock), [], threading.Barrier(threads + 1)
+
+    def ask():
+        go.wait(timeout=5)
+        got.extend(b.try_acquire().admitted for _ in range(calls))
+
+    def tick():
+        go.wait(timeout=5)
+        for _ in range(100):
+            clock.advance(0.01)
+    ts = [threading.Thread(target=ask) for _ in range(threads)] + [threading.Thread(target=tick)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(timeout=10)
+    return sum(got), clock.t
+
+
+def windows_over(capacity: float = 20.0, rate: float = 10.0, seed: int = 0, bucket=TokenBucket) -> tuple[int, int]:
+    """A seeded sequence of requests of several sizes on a fake clock, then every window between two of
+    them: (windows, windows that admitted more than capacity + rate x their length)."""
+    rng = np.random.default_rng(seed)
+    times = np.cumsum(rng.exponential(0.02, N_REQUESTS))
+    sizes = rng.choice(np.array([1.0, 2.0, 5.0]), N_REQUESTS)
+    clock = FakeClock()
+    b = bucket(capacity, rate, clock=clock)
+    got = []
+    for t, n in zip(times, sizes):
+        clock.t = float(t)
+        got.append(n if b.try_acquire(float(n)).admitted else 0.0)
+    total = np.concatenate([[0.0], np.cumsum(got)])
+    i, j = np.triu_indices(N_REQUESTS)
+    over = total[j + 1] - total[i] > capacity + rate * (times[j] - times[i]) + 1e-6
+    return len(i), int(over.sum())
+
+
+@memoised   # deterministic counts: the page and the tests share them
+def contract_checks() -> dict:
+    """The mechanism's contract, run small and in-process: {scenarios, held, windows, over}. The scenarios:
+    threads asking at once while the clock moves, every window of a seeded sequence of requests, a clock
+    stepped back, hostile request sizes and clock readings (refused, the bucket unchanged). The full set is
+    tests/components/test_token_bucket_adversarial.py."""
+    admitted, elapsed = hammered()
+    held = 50 <= admitted <= max_admitted(50, 100.0, elapsed) + 1e-9
+    windows, over = windows_over()
+    held += over == 0
+    clock = FakeClock(100.0)
+    b = TokenBucket(10, 1.0, clock=clock)
+    while b.try_acquire().admitted:
+        pass
+    clock.step(-50.0)                     # a wall clock stepped back: no debt, refills from the new reading
+    wait = b.try_acquire().retry_after
+    clock.advance(wait)
+    held += wait <= 1.0 / b.rate and b.try_acquire().admitted
+    for n in HOSTILE_SIZES:
+        b = TokenBucket(50, 1.0, clock=FakeClock())
+        try:
+            b.try_acquire(n)
+        except ValueError:
+            held += b.tokens() == 50
+    for bad in HOSTILE_READINGS:
+        clock = FakeClock()
+        b = TokenBucket(10, 1.0, clock=clock)
+        for _ in range(10):
+            b.try_acquire()
+        clock.t = bad
+        try:
+            b.try_acquire()
+        except ValueError:
+            clock.t = 5.0
+            held += math.isclose(b.tokens(), 5.0)      # the garbage reading was not kept
+    return dict(scenarios=3 + len(HOSTILE_SIZES) + len(HOSTILE_READINGS), held=int(held), windows=windows, over=over)
+
+
+def contract_text() -> dict:
+    ck = contract_checks()
+    return {f"contract-{k}": f"{ck[k]:,}" for k in ("scenarios", "held", "windows", "over")}
+
+
 SPEC = Spec("token-bucket", PARAMETERS, RESULTS, compute, validate=validate)

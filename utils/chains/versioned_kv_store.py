@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import random
 import sys
+import threading
 
 from utils.chain import Chain, memoised
-from utils.components.versioned_store import TOMBSTONE, VersionedStore, comparisons, read_case
+from utils.components.versioned_store import TOMBSTONE, ScanModel, VersionedStore, comparisons, read_case
 from utils.params import Param, Result, Spec
 from utils.units import fmt, pct, q, short
 from utils.verdicts import READING, WRONG, Claim
@@ -231,6 +232,85 @@ def out_of_order_rows() -> list[list[str]]:
                 cells.append(f"refused: {e}")
         rows.append([label] + cells)
     return rows
+
+
+# --- the mechanism's contract, run small and in-process ---------------------------------------------
+HOSTILE_KEYS = (float("nan"), True, [1], {"a": 1})         # never read back, one key with 1, unhashable
+HOSTILE_VERSIONS = (0, -1, 1.0, True, type(None), float("nan"))
+RACE_KEYS, RACE_SNAPSHOTS, LOG_WRITES = 50, 100, 300
+
+
+def torn(snap: dict, keys: list) -> bool:
+    """A writer rewrites the keys in order, round r: one version of the store shows a prefix of them at some
+    round and the rest at the round before. Anything else mixes versions."""
+    values = [snap[k] for k in keys]
+    return len(set(values)) > 2 or values != sorted(values, reverse=True)
+
+
+def race_snapshots() -> int:
+    """Snapshots taken while a writer thread rewrites every key, round after round: how many were torn."""
+    s, keys = VersionedStore(), [f"k{i}" for i in range(RACE_KEYS)]
+    for k in keys:
+        s.put(k, 0)
+    stop, started = threading.Event(), threading.Event()
+
+    def writer():
+        r = 0
+        while not stop.is_set():
+            r += 1
+            for k in keys:
+                s.put(k, r)
+            started.set()
+    w = threading.Thread(target=writer, daemon=True)
+    w.start()
+    started.wait(10)
+    bad = sum(torn(s.snapshot(), keys) for _ in range(RACE_SNAPSHOTS))
+    stop.set()
+    w.join(10)
+    return bad
+
+
+def log_snapshots(seed: int = 0, side: str = "right") -> int:
+    """Seeded writes and deletes over a few keys, then a snapshot at every version against the scan model:
+    how many differ."""
+    rng, s, model, keys = random.Random(seed), VersionedStore(side=side), ScanModel(), [f"k{i}" for i in range(8)]
+    for i in range(LOG_WRITES):
+        k, value = rng.choice(keys), TOMBSTONE if rng.random() < 0.25 else i
+        model.write(k, value, s.delete(k) if value is TOMBSTONE else s.put(k, value))
+    return sum(s.snapshot(v) != {k: x for k in keys if (x := model.get(k, v)) is not None}
+               for v in range(1, s.version + 1))
+
+
+def refused(fn, *args, **kw) -> bool:
+    try:
+        fn(*args, **kw)
+    except ValueError:
+        return True
+    return False
+
+
+@memoised   # deterministic counts: the page and the tests share them
+def contract_checks() -> dict:
+    """The mechanism's contract, run small and in-process: {scenarios, held, race, versions, torn}. The
+    scenarios: snapshots while a writer rewrites every key, a snapshot at every version of a seeded log
+    against a scan, hostile keys and versions (refused, the store unchanged). The full set is
+    tests/components/test_versioned_store_adversarial.py."""
+    bad_race, bad_log = race_snapshots(), log_snapshots()
+    held = (bad_race == 0) + (bad_log == 0)
+    for key in HOSTILE_KEYS:
+        s = VersionedStore()
+        held += refused(s.put, key, 1) and refused(s.get, key) and s.version == 0 and s.entries() == 0
+    for version in HOSTILE_VERSIONS:
+        s = VersionedStore()
+        s.put("a", 1)
+        held += refused(s.put, "a", 2, version=version) and refused(s.get, "a", version) and s.history("a") == [(1, 1)]
+    return dict(scenarios=2 + len(HOSTILE_KEYS) + len(HOSTILE_VERSIONS), held=held, race=RACE_SNAPSHOTS,
+                versions=LOG_WRITES, torn=bad_race + bad_log)
+
+
+def contract_text() -> dict:
+    ck = contract_checks()
+    return {f"contract-{k}": f"{ck[k]:,}" for k in ("scenarios", "held", "race", "versions", "torn")}
 
 
 SPEC = Spec("versioned-kv-store", PARAMETERS, RESULTS, compute)
