@@ -55,3 +55,18 @@ def test_axes():
     assert c.tensor_parallel_bytes(1.0, 8, allreduces=6) == pytest.approx(6 * 1.75)
     assert c.pipeline_bytes(3.0) == 6.0
     assert c.ring_time(1.0, 2, 1.0, step_latency=0.5) == pytest.approx(2.0)
+
+
+def test_megatron_bucket_has_a_floor_then_grows_with_the_ring():
+    """max(40M, 1M x dp) parameters: the floor up to 40 ranks, then a million more per rank; arrays element-wise."""
+    assert c.megatron_bucket_params(8) == c.megatron_bucket_params(40) == 40e6
+    assert c.megatron_bucket_params(128) == 128e6
+    assert list(c.megatron_bucket_params([8, 64, 128])) == [40e6, 64e6, 128e6]
+    assert "max(40000000, 1000000 x dp_size)" in c.megatron_bucket_rule()
+
+
+def test_published_ring_defaults_come_from_the_catalog_with_their_source():
+    lat = c.nccl_ring_latencies_us()
+    assert (lat["nvlink"], lat["network"]) == (3.4, 14.0) and lat["network"] > lat["nvlink"]
+    assert "3.4 µs per NVLink step, 14 µs per network step" in c.nccl_latency_source()
+    assert c.ddp_bucket_mib() == 25.0 and "bucket_cap_mb defaults to 25 (" in c.ddp_bucket_source()

@@ -99,3 +99,19 @@ def test_the_counts_per_parameter_and_token_are_sympy_s_quotients():
     T, d = sp.symbols("T d", positive=True)
     full = sp.simplify(training._attention_products(T, d) / (T * T * d))
     assert full.is_number and int(full) == training.attention_flops_per_token()["full"]
+
+
+def test_a_catalog_rental_rate_is_named_and_any_other_price_is_not():
+    from utils.training import H100_RENTAL_RATES, h100_rental_rates, rental_rate_source
+    rates = h100_rental_rates()
+    assert tuple(rates) == H100_RENTAL_RATES and list(rates.values()) == sorted(rates.values())
+    kind, source = rental_rate_source(rates["contract_1y"])
+    assert kind == "spec" and source.startswith("catalog h100-rental.contract_1y: ") and ", read 20" in source
+    assert rental_rate_source(rates["contract_1y"] + 0.01) is None
+
+
+def test_mixed_precision_adam_is_sixteen_bytes_a_parameter():
+    """bf16 weight 2 + bf16 gradient 2 + fp32 master 4 + Adam m 4 + v 4, nothing partitioned: the one place the
+    chapters read it from."""
+    from utils.training import zero_bytes_per_param
+    assert zero_bytes_per_param(0, 1) == 2 + 2 + 4 + 4 + 4

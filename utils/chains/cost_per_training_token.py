@@ -14,12 +14,13 @@ import numpy as np
 from utils import catalog
 from utils.chain import Chain, as_float, memoised
 from utils.models import kv_bytes_per_token, param_count
-from utils.params import Param, Result, Spec
-from utils.training import flops_per_parameter_token
+from utils.params import Inputs, Param, Result, Spec
+from utils.serving import vllm_utilization
+from utils.training import H100_RENTAL_RATES as RATES
+from utils.training import flops_per_parameter_token, h100_rental_rates, rental_rate_source
 from utils.units import escape_dollars, fmt, pct, q, short
 from utils.verdicts import READING, WRONG, Claim, ratio, within
 
-RATES = ("contract_1y_low", "contract_1y", "runpod_community", "lambda_on_demand", "aws_p5_on_demand")
 RATE_NAMES = dict(zip(RATES, ("contract, low", "one-year contract", "RunPod community", "Lambda on demand",
                               "AWS on demand")))
 BW_EFF_SOURCE = ("this book's assumption: a tuned decode step reads HBM at about seven tenths of the datasheet "
@@ -27,8 +28,8 @@ BW_EFF_SOURCE = ("this book's assumption: a tuned decode step reads HBM at about
                  "Databricks/MosaicML call model bandwidth utilisation (MBU), LLM Inference Performance "
                  "Engineering: Best Practices, https://www.databricks.com/blog/llm-inference-performance-"
                  "engineering-best-practices, read 2026-11-29")
-ENGINE_RESERVE = 0.10
-RESERVE_SOURCE = ("vLLM's default gpu_memory_utilization of 0.9 (Anyscale docs, GPU memory requirements, "
+ENGINE_RESERVE = 1 - vllm_utilization()   # what vLLM's default leaves unmanaged (catalog: software vllm)
+RESERVE_SOURCE = (f"vLLM's default gpu_memory_utilization of {vllm_utilization():g} (Anyscale docs, GPU memory requirements, "
                   "https://docs.anyscale.com/llm/batch-inference/resource-allocation/gpu-memory, read 2026-11-29), "
                   "as in the other serving chapters")
 
@@ -41,7 +42,7 @@ PARAMETERS = (
     Param("mfu", 0.40, "training model FLOPs utilisation on the 6N basis: share of the dense bf16 peak spent on 6N "
           "(attention and recomputation not counted; fleet-size converts other bases)",
           check="fraction", source="the same source's fleet paragraph (40% on H100); Llama 3 paper, Table 4"),
-    Param("rent_usd_per_gpu_hour", 2.35, "rental rate", unit="USD/GPU/hour",
+    Param("rent_usd_per_gpu_hour", h100_rental_rates()["contract_1y"], "rental rate", unit="USD/GPU/hour",
           source="catalog h100-rental.contract_1y: one-year H100 contract, March 2026 (SemiAnalysis)"),
     Param("decode_batch", 64, "sequences in one decode step", unit="sequence", check="whole",
           source="this book's assumption"),
@@ -74,9 +75,8 @@ RESULTS = (
 
 
 def rental() -> dict:
-    """The catalog's H100 rental rates, USD per GPU-hour, by field."""
-    r = catalog.price("h100-rental")
-    return {f: as_float(r[f].q, "USD/GPU/hour") for f in RATES}
+    """The catalog's H100 rental rates, USD per GPU-hour, by field (utils.training.h100_rental_rates)."""
+    return h100_rental_rates()
 
 
 def rates_table() -> str:
@@ -87,20 +87,12 @@ def rates_table() -> str:
                         for f in RATES))
 
 
-def _rent_provenance(rent):
-    r = catalog.price("h100-rental")
-    for f in RATES:
-        if math.isclose(rent, as_float(r[f].q, "USD/GPU/hour"), rel_tol=1e-9):
-            return r[f].kind, f"catalog h100-rental.{f}: {r[f].source.title.split(',')[0]}, read {r[f].source.read}"
-    return "assumption", "the reader's value (parameters cell)"
-
-
 def _eff_provenance(eff):
-    if math.isclose(eff, 0.7):
-        return "assumption", BW_EFF_SOURCE
+    """1 is the roofline floor; any other share is the parameter's (its own source at the default)."""
     if math.isclose(eff, 1.0):
         return "definition", "the roofline floor: the datasheet bandwidth itself"
-    return "assumption", "the reader's value (parameters cell)"
+    name = "decode_bandwidth_efficiency"
+    return "assumption", SPEC.source(Inputs({name: eff}), name)
 
 
 def _per_gpu(value, unit):
@@ -123,7 +115,7 @@ def token_costs(n_params, n_weights, n_tokens, gpu, mfu, rent, decode_batch, dec
     k = flops_per_parameter_token()
     msrc = model_source or source
     ch = Chain(title)
-    kind, src = _rent_provenance(rent)
+    kind, src = rental_rate_source(rent) or ("assumption", "the reader's value (parameters cell)")
     ch.given("r", q(rent, "USD/GPU/hour"), "rental rate", kind=kind, source=src)
     peak, kind, src = _per_gpu(acc["bf16_dense"], "FLOP/s")
     ch.given("P", peak, f"{acc.name} dense bf16 peak", kind=kind, source=src, digits=4)

@@ -344,13 +344,18 @@ def claim_texts() -> dict:
 # --- which MFU: published figures restated on the book's 6N basis ------------------------------------
 PALM_RUN = "palm-540b-pretraining"
 PALM_SRC = "PaLM (Chowdhery et al., arXiv:2204.02311), Table 3 and Appendix B"
-MEGATRON_SRC = ("Narayanan et al., Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM "
-                "(arXiv:2104.04473), eq. 3 (96Bslh^2(1 + s/6h + V/16lh), 'assumes activation recomputation'), "
-                "Table 1 and sec. 5.1, read 2026-12-01")
-# Megatron-LM Table 1 and sec. 5.1 (A100, 312 TFLOP/s dense bf16; s = 2048, V = 51,200 for every row).
-MEGATRON_ROWS = (dict(name="GPT-3 175B on 1,024 A100s (sec. 5.1)", layers=96, hidden=12288, tflops=140.0),
-                 dict(name="1T on 3,072 A100s (Table 1)", layers=128, hidden=25600, tflops=163.0))
-MEGATRON_SEQ, MEGATRON_VOCAB = 2048, 51200
+MEGATRON = "megatron-lm-throughput"   # software catalog: Narayanan et al. 2021, Table 1 and sec. 5.1 (A100)
+
+
+def megatron_rows() -> list[dict]:
+    """Megatron-LM's two published rates (catalog: software megatron-lm-throughput): sec. 5.1's GPT-3 175B and
+    Table 1's 1T model, each with its layers, width and per-GPU TFLOP/s; s and V are every row's."""
+    e = catalog.entry("software", MEGATRON)
+    def row(key, label):
+        gpus = int(as_float(e.q(f"{key}_gpus"), "GPU"))
+        return dict(name=label.format(gpus=f"{gpus:,}"), layers=int(as_float(e.q(f"{key}_layers"))),
+                    hidden=int(as_float(e.q(f"{key}_hidden"))), tflops=as_float(e.q(f"{key}_tflops_per_gpu"), "TFLOP/s"))
+    return [row("gpt3_175b", "GPT-3 175B on {gpus} A100s (sec. 5.1)"), row("t1", "1T on {gpus} A100s (Table 1)")]
 
 
 def dsv3() -> dict:
@@ -412,10 +417,12 @@ def megatron_conversion() -> list[dict]:
     """Megatron-LM's per-GPU TFLOP/s (eq. 3, recomputation counted) as MFU on A100's peak, then on 6N, beside
     the 8N shortcut of the 'hardware' basis."""
     peak = as_float(catalog.accelerator("a100-sxm-80gb").q("bf16_dense"), "TFLOP/s")
+    e = catalog.entry("software", MEGATRON)
+    seq, vocab = int(as_float(e.q("seq_len"), "token")), int(as_float(e.q("vocab")))
     rows = []
-    for r in MEGATRON_ROWS:
-        n = gpt_params(r["layers"], r["hidden"], MEGATRON_VOCAB)
-        f = megatron_flops_per_token(r["layers"], r["hidden"], MEGATRON_SEQ, MEGATRON_VOCAB)
+    for r in megatron_rows():
+        n = gpt_params(r["layers"], r["hidden"], vocab)
+        f = megatron_flops_per_token(r["layers"], r["hidden"], seq, vocab)
         printed = r["tflops"] / peak
         rows.append(dict(**r, n=n, printed=printed, mfu6=printed * 6 * n / f, via_8n=mfu_to_6n(printed, "hardware", n),
                          ratio=f / (6 * n)))

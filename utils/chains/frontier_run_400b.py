@@ -11,7 +11,7 @@ import math
 from utils import catalog
 from utils.chain import Chain, as_float, memoised
 from utils.params import Param, ParameterError, Result, Spec
-from utils.training import six_nd
+from utils.training import six_nd, zero_bytes_per_param
 from utils.training.failures import (
     GOODPUT_FORMULA,
     LLAMA3_INTERRUPTIONS_PER_GPU_DAY,
@@ -29,7 +29,7 @@ from utils.units import fmt, pct, q, short
 from utils.verdicts import HOLDS, UNCHECKABLE, WRONG, Claim, judge, ratio, sig_fig_tolerance
 
 RUN = "llama-3-405b-pretraining"
-STATE_BYTES = 16            # bytes of training state per parameter: bf16 weights and grads, fp32 master, Adam m, v
+STATE_BYTES = zero_bytes_per_param(0, 1)   # mixed-precision Adam: bf16 weights and grads, fp32 master, m, v
 STATE_HBM_SHARE = 0.75      # share of HBM the training state may take; the rest is activations and buffers
 TP_DEGREE = 8               # tensor parallelism spans one 8-GPU NVLink node
 

@@ -17,7 +17,7 @@ from utils import catalog
 from utils.chain import Chain, as_float, memoised
 from utils.models import is_moe, param_count
 from utils.params import Param, ParameterError, Result, Spec
-from utils.training import flops_per_parameter_token
+from utils.training import collectives, flops_per_parameter_token
 from utils.training.collectives import allreduce_bytes, pipeline_bytes, tensor_parallel_bytes
 from utils.units import duration, fmt, num, pct, q, short
 from utils.verdicts import READING, WRONG, Claim
@@ -27,19 +27,17 @@ MFU_SRC = "assumption: Llama 3 405B reported 38% to 43% BF16 MFU on H100 (arXiv:
 MEGATRON_SRC = ("Shoeybi et al., Megatron-LM, arXiv:1909.08053, sec. 3 (f and g operators: two all-reduces "
                 "forward, two backward per layer); counted by the simulation (utils.training.tp_sim)")
 PORT_SRC = "one fabric port per GPU (rail-optimised HGX node)"
-NCCL_LAT_SRC = ("NCCL's cost model, src/graph/tuning.cc: hwLat Ring/Simple = 3.4 µs per NVLink step, 14 µs per "
-                "network step; 2(nRanks-1) steps, 2 nNodes of them at network latency (NVIDIA/nccl, commit "
-                "b6475625), read 2026-11-29; as in the ring-allreduce chapter")
-MEGATRON_BUCKET_SRC = ("Megatron-LM megatron/core/distributed/distributed_data_parallel.py: bucket_size = "
-                       "max(40000000, 1000000 x dp_size) parameters, read 2026-11-29 (this book's assumption: "
-                       "the run buckets its gradients as Megatron-LM does)")
-DDP_SRC = ("PyTorch torch/nn/parallel/distributed.py: bucket_cap_mb defaults to 25 ('bucket cap is 25 MiB'), "
-           "read 2026-11-29")
+NCCL_LAT_SRC = f"{collectives.nccl_latency_source()}; as in the ring-allreduce chapter"
+MEGATRON_BUCKET_SRC = ("Megatron-LM megatron/core/distributed/distributed_data_parallel.py: "
+                       f"{collectives.megatron_bucket_rule()}, "
+                       f"read {catalog.entry('software', 'megatron-lm-ddp')['grad_bucket_min'].source.read} "
+                       "(this book's assumption: the run buckets its gradients as Megatron-LM does)")
+DDP_SRC = collectives.ddp_bucket_source()
 TP_ALLREDUCES = 4     # all-reduces of the full activation per layer per micro-batch (Megatron; utils.training.tp_sim)
 TP_TARGET = 0.10      # the share of the step at which tensor parallelism's traffic would be tolerable
 GPUS_PER_NODE = 8     # HGX H100 board: eight GPUs and eight fabric ports per node (assumption)
-STEP_LATENCY_NVLINK_US, STEP_LATENCY_NET_US = 3.4, 14.0
-DDP_BUCKET_MIB = 25.0
+LATENCY_US = collectives.nccl_ring_latencies_us()   # NCCL's per-step latencies, the catalog's
+DDP_BUCKET_MIB = collectives.ddp_bucket_mib()
 
 PARAMETERS = (
     Param("model", "llama-3-405b", "the model (dense): a catalog key or the path of a Hugging Face config.json",
@@ -98,11 +96,6 @@ def claim_inputs() -> dict:
     return dict(model=run.q("model"), gpu=run.q("accelerator"), tp=r2["tp"], pp=r2["pp"], dp=r2["dp"], seq_len=seq,
                 global_batch_tokens=float(r2["dp"] * r2["batch_per_dp"] * seq), micro_batch=1, mfu=0.40,
                 fabric="ib-ndr")
-
-
-def megatron_bucket(dp) -> float:
-    """Megatron-LM's gradient bucket, in parameters: max(40M, 1M x the data-parallel degree)."""
-    return float(max(40_000_000, 1_000_000 * dp))
 
 
 def stage_layers(n_layers, pp):
@@ -182,7 +175,7 @@ def placement(model, gpu, tp, pp, dp, seq_len, global_batch_tokens, micro_batch,
     ch.given("k_DP", 1, "DP: all-reduces per step (bucketed, overlapping the backward pass)", kind="derived",
              source="the ring-allreduce chapter")
     if bucket_params is None:
-        ch.given("b_g", q(megatron_bucket(dp), "parameter"), "gradient bucket (Megatron-LM's rule)",
+        ch.given("b_g", q(collectives.megatron_bucket_params(dp), "parameter"), "gradient bucket (Megatron-LM's rule)",
                  kind="assumption", source=MEGATRON_BUCKET_SRC)
     else:
         ch.given("b_g", q(bucket_params, "parameter"), "gradient bucket", kind="assumption", source=source)
@@ -193,8 +186,8 @@ def placement(model, gpu, tp, pp, dp, seq_len, global_batch_tokens, micro_batch,
         ch.given("n_x", 0, "DP ring steps at network latency", kind="derived", source="the ring stays in one node")
     else:
         ch.step("n_x", "Min(2*M_d, 2*(d - 1))", "", "DP ring steps at network latency (NCCL: two per node, at most every step)")
-    ch.given("a_nv", q(STEP_LATENCY_NVLINK_US, "us"), "latency per NVLink ring step", kind="assumption", source=NCCL_LAT_SRC)
-    ch.given("a_net", q(STEP_LATENCY_NET_US, "us"), "latency per network ring step", kind="assumption", source=NCCL_LAT_SRC)
+    ch.given("a_nv", q(LATENCY_US["nvlink"], "us"), "latency per NVLink ring step", kind="assumption", source=NCCL_LAT_SRC)
+    ch.given("a_net", q(LATENCY_US["network"], "us"), "latency per network ring step", kind="assumption", source=NCCL_LAT_SRC)
     ch.step("l_d", "(2*(d - 1) - n_x)*a_nv + n_x*a_net", "ms", "DP: latency of one all-reduce call")
     # --- the links and the step's compute ---
     ch.given("B_nv", acc["scaleup_bandwidth_unidirectional"], "NVLink per GPU, one way")
@@ -352,8 +345,8 @@ def checks() -> dict:
     K = {ax: as_float(cl[f"k_{ax}"]) for ax in ("TP", "PP", "DP")}
     dp_window = as_float(cl["t_DP_f"] / cl["t_bwd"], "")
     f_exp = as_float(cl["f_DP_exp"])
-    n_b = math.ceil(as_float(cl["P_g"], "parameter") / megatron_bucket(ci["dp"]))       # by hand
-    lat = 2 * (ci["dp"] - 1) * STEP_LATENCY_NET_US * 1e-6   # one GPU a node: every ring step crosses the fabric
+    n_b = math.ceil(as_float(cl["P_g"], "parameter") / collectives.megatron_bucket_params(ci["dp"]))       # by hand
+    lat = 2 * (ci["dp"] - 1) * LATENCY_US["network"] * 1e-6   # one GPU a node: every ring step crosses the fabric
     cl_ddp = placement(**ci, bucket_params=DDP_BUCKET_MIB * 2 ** 20 / 2,
                        source=f"the claim with PyTorch DDP's default buckets; {DDP_SRC}")
     roce = placement(**{**ci, "fabric": "eth-400g"}, source="the claim on RoCE")

@@ -15,21 +15,15 @@ from utils import catalog
 from utils.chain import Chain, as_float, memoised
 from utils.models import param_count
 from utils.params import Param, ParameterError, Result, Spec
-from utils.training import flops_per_parameter_token
+from utils.training import collectives, flops_per_parameter_token
 from utils.training.collectives import bus_bandwidth, ring_allreduce_factor, ring_schedule, simulate_ring
 from utils.units import duration, fmt, num, pct, q, short
 from utils.verdicts import READING, WRONG, Claim
 
 _LLAMA405 = "llama-3-405b-pretraining"
-NCCL_LAT_SRC = ("NCCL's cost model, src/graph/tuning.cc: hwLat Ring/Simple = 3.4 µs per NVLink step, 14 µs per "
-                "network step; 2(nRanks-1) steps, 2 nNodes of them at network latency (NVIDIA/nccl, commit "
-                "b6475625), read 2026-11-29")
-DDP_SRC = ("PyTorch torch/nn/parallel/distributed.py: bucket_cap_mb defaults to 25 ('bucket cap is 25 MiB'), "
-           "read 2026-11-29")
-MEGATRON_SRC = ("Megatron-LM megatron/core/distributed/distributed_data_parallel.py: bucket_size = "
-                "max(40000000, 1000000 x dp_size) parameters, 'so that chunks used in NCCL ring-reduce "
-                "implementations are large enough to remain bandwidth-bound rather than latency-bound', "
-                "read 2026-11-29")
+NCCL_LAT_SRC = collectives.nccl_latency_source()
+DDP_SRC = collectives.ddp_bucket_source()
+LATENCY_US = collectives.nccl_ring_latencies_us()   # NCCL's per-step latencies, the catalog's
 NIC_SRC = ("one NIC per GPU (DGX/HGX reference design); NCCL rings cross nodes once per NIC: NVIDIA/nccl issue "
            "812 ('8x200Gbit/s IB cards ... we measure 192GB/s AllReduce BusBW'), read 2026-11-29")
 MFU_SRC = "Llama 3 405B reported 38% to 43% MFU on H100 (arXiv:2407.21783, Table 4)"
@@ -52,10 +46,11 @@ PARAMETERS = (
     Param("mfu", 0.40, "model FLOPs utilisation on the 6N basis: the share of the dense bf16 peak spent on 6ND "
           "(attention and recomputation not counted; fleet-size converts other bases)",
           check="fraction", source=MFU_SRC),
-    Param("bucket_mib", 25.0, "gradient bucket, MiB (one all-reduce per bucket)", unit="MiB", source=DDP_SRC),
-    Param("step_latency_nvlink_us", 3.4, "latency of one ring step over NVLink, microseconds", unit="us",
+    Param("bucket_mib", collectives.ddp_bucket_mib(), "gradient bucket, MiB (one all-reduce per bucket)", unit="MiB",
+          source=DDP_SRC),
+    Param("step_latency_nvlink_us", LATENCY_US["nvlink"], "latency of one ring step over NVLink, microseconds", unit="us",
           source=NCCL_LAT_SRC),
-    Param("step_latency_net_us", 14.0, "latency of one ring step across the network, microseconds", unit="us",
+    Param("step_latency_net_us", LATENCY_US["network"], "latency of one ring step across the network, microseconds", unit="us",
           source=NCCL_LAT_SRC),
 )
 REFUSED = {"n_params": "the parameter count follows from model= (a catalog key or a config.json); set model "
@@ -82,8 +77,9 @@ CLAIM_QUOTE = ("Not the data, not the weights: the gradients, once per step, in 
 CLAIM = dict(model="llama-3-8b", grad_bytes_per_param=2,
              dp_size=int(as_float(catalog.run(_LLAMA405).q("table4_row1_dp"))),   # Llama 3's smallest DP degree
              gpus_per_node=8, gpu="h100-sxm",
-             fabric="ib-ndr", tokens_per_gpu_per_step=16384, micro_batches=1, mfu=0.40, bucket_mib=25.0,
-             step_latency_nvlink_us=3.4, step_latency_net_us=14.0)
+             fabric="ib-ndr", tokens_per_gpu_per_step=16384, micro_batches=1, mfu=0.40,
+             bucket_mib=collectives.ddp_bucket_mib(), step_latency_nvlink_us=LATENCY_US["nvlink"],
+             step_latency_net_us=LATENCY_US["network"])
 ALMOST_TWICE = (1.9, 2.0)   # "almost twice": at least 1.9 and below 2
 
 
@@ -176,7 +172,8 @@ def prose(ch: Chain, p) -> dict:
         "intro-model": p.model.name, "intro-dp": fmt(q(p.dp_size, "GPU")), "intro-g": num(p.gpus_per_node),
         "intro-overlap": f"overlapped bucket by bucket, all but {duration(ch['t_exp'])} of it hides" if hides(ch)
         else f"it outlasts the backward pass, and {duration(ch['t_exp'])} of it is exposed every step",
-        "claim-size": short(8e9), "ddp-bucket": fmt(q(25, "MiB")), "p-model-size": fmt(model_size(p.model)),
+        "claim-size": short(8e9), "ddp-bucket": fmt(q(collectives.ddp_bucket_mib(), "MiB")),
+        "p-model-size": fmt(model_size(p.model)),
         "p-gradient": fmt(ch["S"]), "p-ratio": num(ch["r"], 3), "p-bw": fmt(ch["B"]), "p-tbw": fmt(ch["t_bw"]),
         "p-lat": fmt(ch["l"]), "p-k": fmt(ch["k"]), "p-klat": fmt((ch["k"] * ch["l"]).to("s")),
         "p-step": fmt(ch["t_step"]),
@@ -236,8 +233,8 @@ def allreduce_time_np(n, s_bytes, bucket_bytes, ch: Chain):
 
 
 def megatron_bucket_bytes(n, w_bytes):
-    """Megatron-LM's bucket, max(40M, 1M x dp_size) parameters, in bytes."""
-    return np.maximum(40e6, 1e6 * np.asarray(n, dtype=float)) * w_bytes
+    """Megatron-LM's bucket (utils.training.collectives.megatron_bucket_params), in bytes."""
+    return np.asarray(collectives.megatron_bucket_params(n)) * w_bytes
 
 
 def figure_data(ch: Chain) -> dict:

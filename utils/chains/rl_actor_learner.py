@@ -15,6 +15,7 @@ from utils import catalog, models
 from utils.chain import Chain, as_float, memoised
 from utils.display import table
 from utils.params import Param, ParameterError, Result, Spec
+from utils.training import zero_bytes_per_param
 from utils.units import fmt, pct, q
 from utils.verdicts import UNCHECKABLE, Claim
 
@@ -59,7 +60,7 @@ RESULTS = (
 )
 
 KV_BYTES = 2.0      # a bf16 cache: the engines' default of storing the cache in the model's dtype
-ADAM_BYTES = 16.0   # bytes of training state per parameter: bf16 weight + grad, fp32 master + two Adam moments
+ADAM_BYTES = zero_bytes_per_param(0, 1)   # mixed-precision Adam: bf16 weight + grad, fp32 master + m, v
 ADAM_SOURCE = "mixed-precision Adam, 2 + 2 + 4 + 4 + 4 bytes per parameter (the ZeRO paper's count)"
 PIPE_SOURCE = ("a pipelined ring or tree broadcast (NCCL) moves the full message once over every link, so its "
                "time is the message over one link whatever the number of receivers")

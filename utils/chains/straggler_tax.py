@@ -11,10 +11,10 @@ import numpy as np
 
 from utils import catalog
 from utils.chain import Chain, as_float, memoised
-from utils.params import Param, ParameterError, Result, Spec
-from utils.training import flops_per_parameter_token
+from utils.params import Inputs, Param, ParameterError, Result, Spec
+from utils.training import flops_per_parameter_token, h100_rental_rates, rental_rate_source
 from utils.training import stragglers as sg
-from utils.units import escape_dollars, fmt, pct, q
+from utils.units import fmt, pct, q
 from utils.verdicts import HOLDS, READING, WRONG, Claim
 
 LLAMA405_RUN = "llama-3-405b-pretraining"
@@ -33,7 +33,7 @@ RESTART_SOURCE = ("this book's assumption, the frontier-run chapter's restart: d
                   "spare, relaunch and reload from the last checkpoint")
 NODE_GPUS = 8
 NODE_SOURCE = "an 8-GPU H100 server (Llama-3's Grand Teton, arXiv:2407.21783 sec. 3.3.1)"
-RATES = ("contract_1y_low", "contract_1y", "runpod_community", "lambda_on_demand", "aws_p5_on_demand")
+CONTRACT_USD = h100_rental_rates()["contract_1y"]   # the catalog's one-year contract rate, USD per GPU-hour
 
 PARAMETERS = (
     Param("n_ranks", 16384, "GPUs in the synchronous job (ranks that meet at every collective)", unit="GPU",
@@ -44,7 +44,7 @@ PARAMETERS = (
           source=JITTER_SOURCE),
     Param("throttle_fraction", 0.10, "share of its speed the one throttled GPU has lost (0.10: it runs at 90%)",
           check="share", source=THROTTLE_SOURCE),
-    Param("gpu_hour_usd", 2.35, "USD per GPU-hour", unit="USD/GPU/hour", source=PRICE_SOURCE),
+    Param("gpu_hour_usd", CONTRACT_USD, "USD per GPU-hour", unit="USD/GPU/hour", source=PRICE_SOURCE),
     Param("false_alarm_rate", 1e-5, "chance that one check over all ranks flags a healthy rank", check="share",
           source=ALPHA_SOURCE),
 )
@@ -60,7 +60,7 @@ RESULTS = (
 
 CLAIM = dict(n_ranks=16384, others_taxed=16383, detect_steps=1)
 CLAIM_INPUTS = dict(n_ranks=16384, step_seconds=6.2, jitter_fraction=0.01, throttle_fraction=0.10,
-                    gpu_hour_usd=2.35, false_alarm_rate=1e-5)
+                    gpu_hour_usd=CONTRACT_USD, false_alarm_rate=1e-5)
 QUOTES = dict(
     tax="Every collective ends when the last rank arrives, so a single throttled GPU taxes 16,383 others.",
     one_step="The arithmetic of that tax, the per-rank timing that finds the rank in one step, and the "
@@ -81,21 +81,15 @@ def validate(p):
                              f"thousands of ranks a negative time), got {p.jitter_fraction!r}")
 
 
-def _provenance(name, value, kind, source):
-    default = next(x.default for x in PARAMETERS if x.name == name)
-    if math.isclose(value, default, rel_tol=1e-12):
-        return dict(kind=kind, source=source)
-    return dict(kind="assumption", source=f"the reader's value ({name}, parameters cell)")
+def _provenance(name, value, kind):
+    """An input's kind and source: the parameter's own while it holds its default (SPEC.source), else the reader's."""
+    source = SPEC.source(Inputs({name: value}), name)
+    return dict(kind=kind if source != "parameters cell" else "assumption", source=source)
 
 
 def _price_provenance(usd):
-    rental = catalog.price("h100-rental")
-    for field in RATES:
-        v = rental[field]
-        if math.isclose(usd, as_float(v.q, "USD/GPU/hour"), rel_tol=1e-9):
-            return dict(kind=v.kind, source=escape_dollars(f"catalog h100-rental.{field}: "
-                                                           f"{v.source.title.split(',')[0]}, read {v.source.read}"))
-    return dict(kind="assumption", source="the reader's value (gpu_hour_usd, parameters cell)")
+    kind, source = rental_rate_source(usd) or ("assumption", "the reader's value (gpu_hour_usd, parameters cell)")
+    return dict(kind=kind, source=source)
 
 
 def straggler_chain(n_ranks, step_seconds, jitter_fraction, throttle_fraction, gpu_hour_usd,
@@ -104,10 +98,9 @@ def straggler_chain(n_ranks, step_seconds, jitter_fraction, throttle_fraction, g
     ch.given("N", q(n_ranks, "GPU"), "ranks in the job", kind="assumption", source=source)
     ch.given("n_1", q(1, "GPU"), "the throttled rank (it works; it does not wait)", kind="definition",
              source="one rank")
-    ch.given("t", q(step_seconds, "s"), "healthy step time", **_provenance("step_seconds", step_seconds, "derived",
-                                                                           STEP_SOURCE))
+    ch.given("t", q(step_seconds, "s"), "healthy step time", **_provenance("step_seconds", step_seconds, "derived"))
     ch.given("s", throttle_fraction, "share of speed the throttled GPU lost",
-             **_provenance("throttle_fraction", throttle_fraction, "assumption", THROTTLE_SOURCE))
+             **_provenance("throttle_fraction", throttle_fraction, "assumption"))
     ch.step("T_s", "t/(1 - s)", "s", "step with one throttled rank: the last to arrive")
     ch.step("d", "T_s - t", "s", "delay per step")
     ch.step("x", "d/t", "", "straggler tax: the step's growth over a healthy step")
@@ -119,7 +112,7 @@ def straggler_chain(n_ranks, step_seconds, jitter_fraction, throttle_fraction, g
     ch.step("C", "H*p", "USD", "cost of the idle hours, per day")
     # jitter: the expected maximum of N rank times
     ch.given("j", jitter_fraction, "per-rank jitter, sigma over the mean",
-             **_provenance("jitter_fraction", jitter_fraction, "assumption", JITTER_SOURCE))
+             **_provenance("jitter_fraction", jitter_fraction, "assumption"))
     ch.given("z_N", sg.normal_max_exact(n_ranks), "E[max of N standard normals]", kind="derived",
              source="utils.training.stragglers.normal_max_exact: integral of x N Phi^(N-1) phi")
     ch.step("x_j", "j*z_N", "", "jitter tax: the step over the mean step, less one")
@@ -128,7 +121,7 @@ def straggler_chain(n_ranks, step_seconds, jitter_fraction, throttle_fraction, g
     ch.step("x_m", "m_s/(1 + x_j) - 1", "", "the throttle's tax on top of jitter")
     # finding it
     ch.given("alpha", false_alarm_rate, "false-alarm rate per check over all ranks",
-             **_provenance("false_alarm_rate", false_alarm_rate, "assumption", ALPHA_SOURCE))
+             **_provenance("false_alarm_rate", false_alarm_rate, "assumption"))
     ch.given("z_a", sg.detection_threshold(n_ranks, false_alarm_rate), "flagging threshold, z-score",
              kind="derived", source="Sidak: Phi^-1 of 1 - (1 - alpha)^(1/N)")
     ch.given("z_b", sg._STD.inv_cdf(DETECT_P), "margin for a 0.99 chance of detection", kind="assumption",
@@ -332,7 +325,7 @@ def figure_data(p) -> dict:
 def exercises(p, ch: Chain) -> dict:
     """Worked answers on the claim's inputs."""
     s_out = 1 - 1 / SINHA["outlier"]
-    e1 = straggler_chain(CLAIM["n_ranks"], 6.2, 0.01, s_out, 2.35, 1e-5, source="exercise 1")
+    e1 = straggler_chain(**{**CLAIM_INPUTS, "throttle_fraction": s_out}, source="exercise 1")
     thr = one_step_threshold()
     big, little = CLAIM["n_ranks"], 1024
     return {"e1-outlier": f"{SINHA['outlier']:g}x", "e1-n": fmt(q(CLAIM["n_ranks"], "GPU")), "e1-price": fmt(e1["p"]),

@@ -214,9 +214,15 @@ def compute(p) -> Chain:
 
 
 # --- ZeRO stages: the model states per GPU, and what each stage adds to the wire ---------------------
-# Rajbhandari et al., ZeRO (SC20, arXiv:1910.02054), Figure 1, read 2026-12-01: Psi = 7.5B, N_d = 64, K = 12;
-# baseline 120GB, P_os 31.4GB, P_os+g 16.6GB, P_os+g+p 1.9GB per device.
-ZERO_PAPER = dict(n_params=7.5e9, dp_degree=64, k=12, printed={0: 120.0, 1: 31.4, 2: 16.6, 3: 1.9})
+def zero_paper() -> dict:
+    """ZeRO's Figure 1 example (Rajbhandari et al., SC20; catalog: software zero): Psi, N_d, K and the GB per
+    device it prints at each stage."""
+    e = catalog.entry("software", "zero")
+    return dict(n_params=as_float(e.q("figure1_params"), "parameter"), dp_degree=int(as_float(e.q("figure1_dp_degree"))),
+                k=as_float(e.q("figure1_k"), "byte/parameter"),
+                printed={s: as_float(e.q(f"figure1_stage{s}"), "GB") for s in ZERO_STAGES})
+
+
 ZERO_FORMULAS = {0: "(b_w + b_g + K_o)*N", 1: "(b_w + b_g)*N + K_o*N/N_d", 2: "b_w*N + (b_g + K_o)*N/N_d",
                  3: "(b_w + b_g + K_o)*N/N_d"}
 ZERO_16BIT = 2            # bytes per bf16 weight and per bf16 gradient in ZeRO's count (2 Psi + 2 Psi)
@@ -249,7 +255,7 @@ def zero_table(n_params, dp_degree, bytes_per_param=16.0) -> list[dict]:
 def zero_paper_check() -> list[dict]:
     """ZeRO's Figure 1 re-derived from its own inputs, each stage against the printed GB (the rounding of the
     printed figure: half a unit in its last digit)."""
-    z = ZERO_PAPER
+    z = zero_paper()
     rows = zero_table(z["n_params"], z["dp_degree"], 2 * ZERO_16BIT + z["k"])
     for r in rows:
         printed = z["printed"][r["stage"]]
@@ -270,14 +276,14 @@ def zero_curves(n_params, bytes_per_param=16.0, degrees=None) -> dict:
 def zero_texts(p, ch: Chain) -> dict:
     """The ZeRO section's numbers for the prose."""
     n = architecture(p.model)["n_params"]
-    rows, paper = zero_table(n, p.dp_degree, p.bytes_per_param), zero_paper_check()
+    rows, paper, zp = zero_table(n, p.dp_degree, p.bytes_per_param), zero_paper_check(), zero_paper()
     hbm = p.gpu.q("hbm_capacity") * p.hbm_usable
     fits = [r["stage"] for r in rows if r["per_gpu"] <= hbm]
     return {"z-stage": ZERO_STAGE_NAMES[p.zero_stage], "z-nd": f"{p.dp_degree:,}", "z-sz": fmt(ch["s_z"]),
             "z-k": fmt(ch["K_o"]), "z-vz": fmt(ch["V_z"]), "z-hbm": fmt(hbm.to("GB")),
             "z-fits": ("stage " + ", ".join(str(s) for s in fits)) if fits else "no stage",
             "z-s0": fmt(rows[0]["per_gpu"]), "z-s3": fmt(rows[3]["per_gpu"]),
-            "zp-n": short(ZERO_PAPER["n_params"]), "zp-nd": str(ZERO_PAPER["dp_degree"]), "zp-k": str(ZERO_PAPER["k"]),
+            "zp-n": short(zp["n_params"]), "zp-nd": str(zp["dp_degree"]), "zp-k": f"{zp['k']:g}",
             "zp-0": fmt(paper[0]["per_gpu"]), "zp-1": fmt(paper[1]["per_gpu"]), "zp-2": fmt(paper[2]["per_gpu"]),
             "zp-3": fmt(paper[3]["per_gpu"]), "zp-1-printed": fmt(paper[1]["printed"]),
             "zp-2-printed": fmt(paper[2]["printed"]), "zp-3-printed": fmt(paper[3]["printed"], digits=2),

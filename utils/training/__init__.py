@@ -1,6 +1,9 @@
 """Training compute, shared by every chain that starts from 6ND (six-nd, fleet-size, cost per training
 token, the frontier run, the bill of materials).
 
+Also the price side those chains share: which of the catalog's H100 rental rates a GPU-hour price is (cost per
+training token, straggler tax).
+
 Where the 6 comes from, derived rather than typed: a (p x q) @ (q x r) product is 2pqr FLOPs, and a
 linear layer Y = XW meets each token three times in training (the forward product, the gradient for the
 layer below, the gradient for the weight). Divided by parameters x tokens that is 2 + 4 = 6. Attention's
@@ -13,7 +16,8 @@ import math
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from utils.units import q
+from utils import catalog
+from utils.units import escape_dollars, q
 
 if TYPE_CHECKING:
     import sympy as sp
@@ -245,3 +249,25 @@ def mfu_conversion(ch, mfu, basis, n_layers=0, d_attn=0, seq_len=0, *, source="p
         ch.step("F_b", "k*N", "FLOP/token", "FLOPs per token on the typed basis")
     ch.step("F_6", "k*N", "FLOP/token", "FLOPs per token on the book's 6N basis")
     return ch.step("u", "u_b*F_6/F_b", "", "MFU on the 6N basis: the same run counted the book's way")
+
+
+# --- GPU-hour prices: the catalog's H100 rental rates, and which one a price is ------------------------
+H100_RENTAL = "h100-rental"
+H100_RENTAL_RATES = ("contract_1y_low", "contract_1y", "runpod_community", "lambda_on_demand", "aws_p5_on_demand")
+
+
+def h100_rental_rates() -> dict[str, float]:
+    """The catalog's H100 rental rates, USD per GPU-hour, by field, cheapest first."""
+    r = catalog.price(H100_RENTAL)
+    return {f: float(r.q(f).to("USD/GPU/hour").m) for f in H100_RENTAL_RATES}
+
+
+def rental_rate_source(usd_per_gpu_hour: float) -> tuple[str, str] | None:
+    """(kind, source) of the catalog rate a price equals ('catalog h100-rental.<field>: <document>, read <date>'),
+    or None for a price the catalog does not hold: the caller names the reader's value."""
+    r = catalog.price(H100_RENTAL)
+    for f, usd in h100_rental_rates().items():
+        if math.isclose(usd_per_gpu_hour, usd, rel_tol=1e-9):
+            return r[f].kind, escape_dollars(f"catalog {H100_RENTAL}.{f}: {r[f].source.title.split(',')[0]}, "
+                                             f"read {r[f].source.read}")
+    return None

@@ -9,11 +9,16 @@ can be held against a link's rate whatever n is (nccl-tests, doc/PERFORMANCE.md)
 
 Works on plain numbers and on pint quantities alike (bytes in, bytes out).
 
+The published defaults a ring all-reduce is timed with (NCCL's per-step latencies, PyTorch DDP's and
+Megatron-LM's gradient buckets) are read from the software catalog here, once for every chapter.
+
 Chapters: parallelism-placement, ring-allreduce, training-state-memory.
 """
 from __future__ import annotations
 
 import numpy as np
+
+from utils import catalog
 
 #: nccl-tests' bus-bandwidth factor per collective, as a function of the rank count (doc/PERFORMANCE.md)
 BUS_FACTORS = {
@@ -126,3 +131,50 @@ def tensor_parallel_bytes(activation_bytes, n, *, allreduces: int):
 def pipeline_bytes(activation_bytes, *, directions: int = 2):
     """Pipeline: a stage boundary passes the activations forward and their gradients back."""
     return directions * activation_bytes
+
+
+# --- published defaults: NCCL's ring latencies, DDP's and Megatron-LM's gradient buckets ---------------
+def nccl_ring_latencies_us() -> dict[str, float]:
+    """NCCL's tuner latency for one ring step, microseconds (catalog: software nccl): {'nvlink', 'network'}."""
+    e = catalog.entry("software", "nccl")
+    return {"nvlink": float(e.q("ring_step_latency_nvlink").to("us").m),
+            "network": float(e.q("ring_step_latency_network").to("us").m)}
+
+
+def nccl_latency_source() -> str:
+    """Where the ring latencies come from, in the words the chapters' tables show."""
+    lat, read = nccl_ring_latencies_us(), catalog.entry("software", "nccl")["ring_step_latency_nvlink"].source.read
+    return (f"NCCL's cost model, src/graph/tuning.cc: hwLat Ring/Simple = {lat['nvlink']:g} µs per NVLink step, "
+            f"{lat['network']:g} µs per network step; 2(nRanks-1) steps, 2 nNodes of them at network latency "
+            f"(NVIDIA/nccl, commit b6475625), read {read}")
+
+
+def ddp_bucket_mib() -> float:
+    """PyTorch DDP's default gradient bucket, MiB (catalog: software pytorch-ddp)."""
+    return float(catalog.entry("software", "pytorch-ddp").q("bucket_cap").to("MiB").m)
+
+
+def ddp_bucket_source() -> str:
+    read = catalog.entry("software", "pytorch-ddp")["bucket_cap"].source.read
+    return (f"PyTorch torch/nn/parallel/distributed.py: bucket_cap_mb defaults to {ddp_bucket_mib():g} "
+            f"('bucket cap is {ddp_bucket_mib():g} MiB'), read {read}")
+
+
+def _megatron_bucket_terms() -> tuple[float, float]:
+    e = catalog.entry("software", "megatron-lm-ddp")
+    return tuple(float(e.q(f).to("parameter").m) for f in ("grad_bucket_min", "grad_bucket_per_dp_rank"))
+
+
+def megatron_bucket_params(dp):
+    """Megatron-LM's gradient bucket in parameters, max(floor, per rank x the data-parallel degree) (catalog:
+    software megatron-lm-ddp), so each call stays bandwidth-bound as the ring grows. A float for one degree,
+    an array for an array of them."""
+    lo, per = _megatron_bucket_terms()
+    b = np.maximum(lo, per * np.asarray(dp, dtype=float))
+    return float(b) if b.ndim == 0 else b
+
+
+def megatron_bucket_rule() -> str:
+    """The rule as Megatron-LM's code writes it, with the catalog's numbers."""
+    lo, per = _megatron_bucket_terms()
+    return f"bucket_size = max({lo:.0f}, {per:.0f} x dp_size) parameters"
