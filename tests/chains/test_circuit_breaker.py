@@ -33,8 +33,9 @@ def make(**kw):
 
 def feed(cb, outcomes):
     for ok in outcomes:
-        assert cb.allow()
-        cb.record(ok)
+        permit = cb.allow()
+        assert permit
+        cb.record(permit, ok)
 
 
 def test_min_requests_guards_a_quiet_window_then_the_rate_opens_it():
@@ -61,7 +62,7 @@ def test_open_refuses_until_the_timeout_then_admits_only_the_probe_limit():
     assert cb.state == OPEN and not cb.allow()
     clock.advance(0.001)
     assert cb.state == HALF_OPEN
-    assert [cb.allow() for _ in range(5)] == [True, True, False, False, False]
+    assert [cb.allow() is not None for _ in range(5)] == [True, True, False, False, False]
 
 
 def test_successful_probes_close_it_with_an_empty_window():
@@ -98,10 +99,11 @@ def test_failures_leave_the_sliding_window():
 
 def test_a_late_answer_while_open_changes_nothing():
     clock, cb = make()
+    late = [cb.allow(), cb.allow()]              # let through while closed, answered once it has opened
     feed(cb, [False] * 4)
-    cb.record(True)
-    cb.record(False)
-    assert cb.state == OPEN and cb.opened_at == 0
+    cb.record(late[0], True)
+    cb.record(late[1], False)
+    assert cb.state == OPEN and cb.opened_at == 0 and cb.stale == 2
 
 
 def test_call_wraps_a_function_and_fails_fast_when_open():
@@ -231,7 +233,22 @@ def test_cross_checks_are_refused():
 
 def test_the_breaker_keeps_its_contract_in_every_scenario():
     ck = chapter.contract_checks()
-    assert ck["scenarios"] == 4 + len(chapter.BAD_ARGS) + len(chapter.BAD_OUTCOMES) and ck["held"] == ck["scenarios"]
+    bad = len(chapter.BAD_ARGS) + len(chapter.BAD_K) + len(chapter.BAD_OUTCOMES) + len(chapter.BAD_PERMITS)
+    assert ck["scenarios"] == 5 + bad and ck["held"] == ck["scenarios"]
     assert ck["spells"] > 0 and ck["most"] == chapter.FUZZ["probe_limit"] and ck["gap"] <= ck["bound"]
+    assert ck["closes"] > 0 and ck["unproven"] == 0 and ck["stale"] > 0
     # the fuzz can fail: without the probe timeout (a huge one) silent probes hold it half-open for good
     assert chapter.fuzz(probe_timeout_s=1e6)["gap"] > ck["bound"]
+
+
+class Blind(CircuitBreaker):
+    """The hole the permits close: every answer taken as one to a call of the current spell."""
+
+    def record(self, permit, ok):
+        permit.spell = self._spell
+        super().record(permit, ok)
+
+
+def test_the_contract_checks_catch_a_breaker_that_takes_late_answers_as_probes():
+    assert chapter.fuzz(breaker=Blind)["unproven"] > 0            # it closed on answers to no probe of its spell
+    assert chapter.fuzz()["unproven"] == 0

@@ -51,8 +51,9 @@ def test_the_sweep_falls_with_the_aging_rate():
 
 def test_the_queue_keeps_its_contract_in_every_scenario():
     ck = chapter.contract_checks()
-    assert ck["scenarios"] == len(chapter.HOSTILE) + len(chapter.BAD_ARGS) + 1 + len(chapter.WORKLOADS)
+    assert ck["scenarios"] == len(chapter.HOSTILE) + len(chapter.BAD_ARGS) + 1 + 2 * len(chapter.WORKLOADS)
     assert ck["held"] == ck["scenarios"] and ck["unfinished"] == 0 and ck["evictions"] > 0
-    assert ck["jobs"] == 60 * len(chapter.WORKLOADS)
+    assert ck["jobs"] == 60 * len(chapter.WORKLOADS) and ck["runs"] == ck["jobs"] + ck["evictions"]
+    assert ck["peak"] == ck["gpus"] == chapter.WORKLOAD_GPUS          # full at some instant, never over
     # the check can fail: equal priorities evicting each other break it
     assert not chapter.kept_order(chapter.simulate(chapter.EQUAL, 8, allow_equal=True, eviction_cap=10))

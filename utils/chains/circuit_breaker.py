@@ -14,6 +14,7 @@ multiple of its normal load. An open breaker sends it only the half-open probes.
 """
 from __future__ import annotations
 
+import heapq
 import math
 import random
 
@@ -287,6 +288,14 @@ def state_steps(transitions, end_s: float) -> tuple[list[float], list[int]]:
     return ts, ys
 
 
+def feed(cb: CircuitBreaker, outcomes) -> None:
+    """Calls answered at once, one outcome each (a refused call is skipped)."""
+    for ok in outcomes:
+        permit = cb.allow()
+        if permit is not None:
+            cb.record(permit, ok)
+
+
 def case_rows() -> list[list[str]]:
     """The state machine's cases, run live on a fake clock (tests/chains/test_circuit_breaker.py holds them)."""
     rows = []
@@ -297,38 +306,28 @@ def case_rows() -> list[list[str]]:
                                                probe_limit=2, close_after=2), **kw, "clock": clock})
 
     clock, cb = fresh()
-    for _ in range(3):
-        cb.allow()
-        cb.record(False)
+    feed(cb, (False,) * 3)
     rows.append(["three failures, fewer calls than min_requests", cb.state])
-    cb.allow()
-    cb.record(False)
+    feed(cb, (False,))
     rows.append(["a fourth: the window is judged, rate at or above the threshold", cb.state])
-    rows.append(["a call while open", "refused" if not cb.allow() else "let through"])
+    rows.append(["a call while open", "refused" if cb.allow() is None else "let through"])
     clock.advance(29.9)
     rows.append(["just before the open timeout", cb.state])
     clock.advance(0.1)
-    admitted = sum(cb.allow() for _ in range(4))
-    rows.append(["at the timeout: four calls at once", f"{cb.state}, {admitted} let through as probes"])
-    cb.record(True)
-    cb.record(True)
+    probes = [x for x in (cb.allow() for _ in range(4)) if x is not None]
+    rows.append(["at the timeout: four calls at once", f"{cb.state}, {len(probes)} let through as probes"])
+    for permit in probes:
+        cb.record(permit, True)
     rows.append(["both probes succeed", cb.state])
     clock, cb = fresh()
-    for _ in range(4):
-        cb.allow()
-        cb.record(False)
+    feed(cb, (False,) * 4)
     clock.advance(30)
-    cb.allow()
-    cb.record(False)
+    feed(cb, (False,))
     rows.append(["a probe fails", f"{cb.state} again, for another full timeout"])
     clock, cb = fresh()
-    for ok in (False, False, False, True):              # three of four fail, but no failure saw four calls
-        cb.allow()
-        cb.record(ok)
+    feed(cb, (False, False, False, True))               # three of four fail, but no failure saw four calls
     clock.advance(11)
-    for ok in (True, True, True, False):                # one of four now; all eight would be at the threshold
-        cb.allow()
-        cb.record(ok)
+    feed(cb, (True, True, True, False))                 # one of four now; all eight would be at the threshold
     rows.append(["old failures have left the window, new rate below the threshold", f"{cb.state}"])
     return rows
 
@@ -384,98 +383,151 @@ def timeline_text(runs: dict, p) -> dict:
 BAD_ARGS = (dict(failure_rate=float("nan")), dict(window_s=float("nan")), dict(open_timeout_s=float("inf")),
             dict(min_requests=1.5), dict(probe_limit=True), dict(failure_rate=0), dict(probe_timeout_s=-1),
             dict(close_after=6, probe_limit=5))
+BAD_K = (0, 1.5, True)                     # ConsecutiveBreaker's k: a whole number >= 1, not a bool
 BAD_OUTCOMES = (None, 0, 1, "yes", float("nan"))
+BAD_PERMITS = ("answered twice", "another breaker's", None, True)
 FUZZ = dict(failure_rate=0.5, window_s=10.0, min_requests=4, open_timeout_s=30.0, probe_limit=3, close_after=2,
             probe_timeout_s=20.0)
 FUZZ_CALLS, FUZZ_STEP_S = 5000, 1.0        # calls offered, at most a second apart
+FUZZ_PHASE_S = 60.0                        # the backend is broken every other minute
+FUZZ_SLOW_SHARE, FUZZ_SLOW_S = 0.3, 90.0    # answers that take up to a minute and a half: past the open timeout
 
 
-def opened(**kw) -> tuple[FakeClock, CircuitBreaker]:
-    """A breaker opened by two failures (two probes, two to close, a timeout of thirty seconds)."""
+def opened(late: int = 0, **kw) -> tuple[FakeClock, CircuitBreaker, list]:
+    """A breaker opened by two failures (two probes, two to close, a timeout of thirty seconds), with `late`
+    more calls let through while it was closed and not answered yet."""
     clock = FakeClock()
     cb = CircuitBreaker(**{**dict(failure_rate=0.5, window_s=10, min_requests=2, open_timeout_s=30, probe_limit=2,
                                   close_after=2), **kw, "clock": clock})
-    for _ in range(2):
-        cb.allow()
-        cb.record(False)
-    return clock, cb
+    first = [cb.allow() for _ in range(2 + late)]
+    for permit in first[:2]:
+        cb.record(permit, False)
+    return clock, cb, first[2:]
 
 
 def silent_probes_reopen() -> bool:
-    """Both probes taken and never answered: open again after the probe timeout, then fresh permits close it."""
-    clock, cb = opened()
+    """Both probes taken and never answered: open again after the probe timeout; when they answer at last,
+    in the next half-open spell, they are not its probes; its own two close it."""
+    clock, cb, _ = opened()
     clock.advance(30)
-    ok = cb.allow() and cb.allow() and not cb.allow()
+    silent = [cb.allow(), cb.allow()]
+    ok = all(silent) and cb.allow() is None
     clock.advance(29.9)
-    ok = ok and cb.state == HALF_OPEN and not cb.allow()
+    ok = ok and cb.state == HALF_OPEN and cb.allow() is None
     clock.advance(0.1)
     ok = ok and cb.state == OPEN
     clock.advance(30)
-    ok = ok and cb.allow()
-    cb.record(True)
-    ok = ok and cb.allow()
-    cb.record(True)
+    probe = cb.allow()
+    for old in silent:
+        cb.record(old, True)
+    ok = ok and probe is not None and cb.state == HALF_OPEN
+    cb.record(probe, True)
+    feed(cb, (True,))
     return ok and cb.state == CLOSED
 
 
 def late_answers_are_not_probes() -> bool:
-    clock, cb = opened()
+    """Two probes out, then two successes answering calls let through before it opened: still half-open
+    (they are not probes); the probes' own two answers close it."""
+    clock, cb, late = opened(late=2)
     clock.advance(30)
-    cb.record(True)                       # answers to calls let through while it was closed
-    cb.record(True)
-    return cb.state == HALF_OPEN and cb.probes == 0 and sum(cb.allow() for _ in range(5)) == 2
+    probes = [cb.allow(), cb.allow()]
+    for permit in late:
+        cb.record(permit, True)
+    ok = cb.state == HALF_OPEN and cb.probe_successes == 0 and cb.stale == len(late)
+    for permit in probes:
+        cb.record(permit, True)
+    return ok and cb.state == CLOSED
 
 
-def fuzz(seed: int = 0, **kw) -> dict:
-    """Seeded calls at random gaps against a backend that breaks and recovers every few minutes; answers
-    come late, out of order, or never. Counts the calls let through in each half-open spell and the
-    longest time no call was let through."""
+def bad_permit_refused(kind) -> bool:
+    """A permit answered twice, another breaker's, or no permit at all: ValueError, and nothing changed."""
+    clock, cb, _ = opened()
+    clock.advance(30)
+    probe = cb.allow()
+    cb.record(probe, True)
+    permit = {"answered twice": probe, "another breaker's": opened()[1].allow()}.get(kind, kind)
+    try:
+        cb.record(permit, True)
+    except ValueError:
+        return cb.state == HALF_OPEN and cb.probe_successes == 1
+    return False
+
+
+def fuzz(seed: int = 0, breaker: type[CircuitBreaker] = CircuitBreaker, **kw) -> dict:
+    """Seeded calls at random gaps against a backend that breaks and recovers every minute. Each call let
+    through answers after its own delay (most within seconds, some after up to FUZZ_SLOW_S, some never),
+    so answers come out of order and late, across state changes. Counts the calls let through in each
+    half-open spell, the longest time no call was let through, and the closes, each checked against its own
+    bookkeeping: the successes answered to permits given in that half-open spell."""
     rng, clock = random.Random(seed), FakeClock()
     cfg = {**FUZZ, **kw}
-    cb = CircuitBreaker(**cfg, clock=clock)
-    pending, per_spell, last_through, gap = [], {}, 0.0, 0.0
-    for _ in range(FUZZ_CALLS):
+    cb = breaker(**cfg, clock=clock)
+    due, per_spell, ok_in_spell, last_through, gap = [], {}, {}, 0.0, 0.0
+    closes = unproven = 0
+    for n in range(FUZZ_CALLS):
         clock.advance(rng.uniform(0, FUZZ_STEP_S))
+        while due and due[0][0] <= clock.t:        # the answers that arrive by now, in arrival order
+            _, _, permit, probe_of, ok = heapq.heappop(due)
+            if ok and probe_of is not None:
+                ok_in_spell[probe_of] = ok_in_spell.get(probe_of, 0) + 1
+            before = len(cb.transitions)
+            cb.record(permit, ok)
+            if cb.transitions[before:] and cb.transitions[-1][1] == CLOSED:
+                closes += 1
+                unproven += ok_in_spell.get(sum(s == HALF_OPEN for _, s in cb.transitions), 0) < cfg["close_after"]
         half = cb.state == HALF_OPEN
         spell = sum(s == HALF_OPEN for _, s in cb.transitions)
-        if cb.allow():
-            gap, last_through = max(gap, clock.t - last_through), clock.t
-            pending.append(clock.t)
-            if half:
-                per_spell[spell] = per_spell.get(spell, 0) + 1
-        if pending and rng.random() < 0.7:
-            pending.pop(rng.randrange(len(pending)))
-            if rng.random() < 0.8:            # the rest never answer
-                broken = int(clock.t // 300) % 2 == 1
-                cb.record(rng.random() >= (0.9 if broken else 0.02))
+        permit = cb.allow()
+        if permit is None:
+            continue
+        gap, last_through = max(gap, clock.t - last_through), clock.t
+        if half:
+            per_spell[spell] = per_spell.get(spell, 0) + 1
+        fate = rng.random()
+        if fate < 0.2:
+            continue                                 # never answers
+        delay = rng.expovariate(1.0) if fate < 1 - FUZZ_SLOW_SHARE else rng.uniform(0, FUZZ_SLOW_S)
+        broken = int(clock.t // FUZZ_PHASE_S) % 2 == 1
+        heapq.heappush(due, (clock.t + delay, n, permit, spell if half else None,
+                             rng.random() >= (0.9 if broken else 0.02)))
     gap = max(gap, clock.t - last_through)       # a breaker that refuses for good ends on its longest gap
     return dict(spells=len(per_spell), most=max(per_spell.values(), default=0), gap=gap,
-                bound=cfg["open_timeout_s"] + cfg["probe_timeout_s"] + FUZZ_STEP_S)
+                bound=cfg["open_timeout_s"] + cfg["probe_timeout_s"] + FUZZ_STEP_S, closes=closes,
+                unproven=unproven, stale=cb.stale)
 
 
 @memoised   # deterministic counts: the page and the tests share them
 def contract_checks() -> dict:
-    """The mechanism's contract, run small and in-process: {scenarios, held, calls, spells, most, gap, bound}.
-    The scenarios: probes that never answer, late answers, a seeded fuzz of calls whose answers come late or
-    never (permits counted, no refusal for good), bad arguments and outcomes (refused, nothing changed). The
+    """The mechanism's contract, run small and in-process: {scenarios, held, calls, spells, most, gap, bound,
+    closes, unproven, stale}. The scenarios: probes that never answer, late answers while probes are out, a
+    seeded fuzz of calls whose answers come late or never (permits counted, no refusal for good, every close
+    earned by that spell's own probes), bad arguments, outcomes and permits (refused, nothing changed). The
     full set is tests/components/test_circuit_breaker_adversarial.py."""
     fz = fuzz()
     held = silent_probes_reopen() + late_answers_are_not_probes()
     held += (fz["most"] <= FUZZ["probe_limit"] and fz["spells"] > 0) + (fz["gap"] <= fz["bound"])
+    held += fz["closes"] > 0 and fz["unproven"] == 0
     for kw in BAD_ARGS:
         try:
             CircuitBreaker(**kw)
         except ValueError:
             held += 1
+    for k in BAD_K:
+        try:
+            ConsecutiveBreaker(k)
+        except ValueError:
+            held += 1
     for ok in BAD_OUTCOMES:
         cb = CircuitBreaker(min_requests=1, failure_rate=1.0, clock=FakeClock())
-        cb.allow()
+        permit = cb.allow()
         try:
-            cb.record(ok)
+            cb.record(permit, ok)
         except ValueError:
             held += cb.state == CLOSED and len(cb.window) == 0
-    return dict(scenarios=4 + len(BAD_ARGS) + len(BAD_OUTCOMES), held=int(held), calls=FUZZ_CALLS,
-                limit=FUZZ["probe_limit"], **fz)
+    held += sum(bad_permit_refused(kind) for kind in BAD_PERMITS)
+    return dict(scenarios=5 + len(BAD_ARGS) + len(BAD_K) + len(BAD_OUTCOMES) + len(BAD_PERMITS), held=int(held),
+                calls=FUZZ_CALLS, limit=FUZZ["probe_limit"], **fz)
 
 
 def contract_text() -> dict:
@@ -483,6 +535,7 @@ def contract_text() -> dict:
     return {"contract-scenarios": f"{ck['scenarios']:,}", "contract-held": f"{ck['held']:,}",
             "contract-calls": f"{ck['calls']:,}", "contract-spells": f"{ck['spells']:,}",
             "contract-most": f"{ck['most']:,}", "contract-limit": f"{ck['limit']:,}",
+            "contract-closes": f"{ck['closes']:,}", "contract-stale": f"{ck['stale']:,}",
             "contract-gap": fmt(q(ck["gap"], "s")), "contract-bound": fmt(q(ck["bound"], "s"))}
 
 

@@ -19,6 +19,7 @@ from utils.chain import Chain, memoised
 from utils.components.preemptive_queue import (
     Job,
     brute_force_cover,
+    peak_gpus,
     random_cluster,
     select_victims,
     simulate,
@@ -277,6 +278,7 @@ HOSTILE = (dict(name="b"), dict(gpus=0), dict(gpus=9), dict(gpus=1.5), dict(gpus
            dict(name=None))                 # each beside a valid job "b" on eight GPUs; name="b" makes two
 BAD_ARGS = (dict(aging=float("nan")), dict(aging=-1.0), dict(n_gpus=8.0))
 WORKLOADS = tuple((seed, aging) for seed in (0, 1, 2) for aging in (0.0, 0.5))   # 60 jobs on 16 GPUs each
+WORKLOAD_GPUS = 16
 
 
 def kept_order(out) -> bool:
@@ -290,9 +292,11 @@ def kept_order(out) -> bool:
 
 @memoised   # deterministic counts: the page and the tests share them
 def contract_checks() -> dict:
-    """The mechanism's contract, run small and in-process: {scenarios, held, jobs, evictions, unfinished}.
-    The scenarios: hostile jobs and arguments (refused before anything runs), two equal-priority jobs,
-    seeded workloads with and without aging. The full set is tests/components/test_preemptive_queue_adversarial.py."""
+    """The mechanism's contract, run small and in-process: {scenarios, held, jobs, evictions, unfinished, runs,
+    peak, gpus}. The scenarios: hostile jobs and arguments (refused before anything runs), two equal-priority
+    jobs, and seeded workloads with and without aging, each twice: kept in order, and never over-committed
+    (at no instant do the runs' GPUs exceed the cluster's). The full set is
+    tests/components/test_preemptive_queue_adversarial.py."""
     ok = Job("a", 1, 2, 1.0, 0.0, 0.5)
     held = 0
     for bad in HOSTILE:
@@ -306,16 +310,19 @@ def contract_checks() -> dict:
         except ValueError:
             held += 1
     held += simulate(EQUAL, 8).evictions == 0
-    outs = [simulate(workload(60, 16, 0.9, seed=s), 16, aging=a) for s, a in WORKLOADS]
+    outs = [simulate(workload(60, WORKLOAD_GPUS, 0.9, seed=s), WORKLOAD_GPUS, aging=a) for s, a in WORKLOADS]
     held += sum(kept_order(o) for o in outs)
-    return dict(scenarios=len(HOSTILE) + len(BAD_ARGS) + 1 + len(WORKLOADS), held=held,
+    held += sum(peak_gpus(o.runs) <= WORKLOAD_GPUS for o in outs)
+    return dict(scenarios=len(HOSTILE) + len(BAD_ARGS) + 1 + 2 * len(WORKLOADS), held=held,
                 jobs=sum(len(o.jobs) for o in outs), evictions=sum(o.evictions for o in outs),
-                unfinished=sum(j.finish is None for o in outs for j in o.jobs))
+                unfinished=sum(j.finish is None for o in outs for j in o.jobs),
+                runs=sum(len(o.runs) for o in outs), peak=max(peak_gpus(o.runs) for o in outs), gpus=WORKLOAD_GPUS)
 
 
 def contract_text() -> dict:
     ck = contract_checks()
-    return {f"contract-{k}": f"{ck[k]:,}" for k in ("scenarios", "held", "jobs", "evictions", "unfinished")}
+    return {f"contract-{k}": f"{ck[k]:,}" for k in ("scenarios", "held", "jobs", "evictions", "unfinished", "runs",
+                                                    "peak", "gpus")}
 
 
 SPEC = Spec("preemptive-job-queue", PARAMETERS, RESULTS, compute, validate=validate)

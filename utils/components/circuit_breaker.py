@@ -16,18 +16,23 @@ generator, and `simulate` drives a breaker with requests at a fixed rate on a `F
     clock = FakeClock()
     cb = CircuitBreaker(failure_rate=0.2, window_s=30, min_requests=20, open_timeout_s=30,
                         probe_limit=5, close_after=3, clock=clock)
-    if cb.allow():
-        cb.record(ok=call_backend())
+    permit = cb.allow()                  # a Permit, or None when the call is refused
+    if permit:
+        cb.record(permit, ok=call_backend())
 
 The contract, Resilience4j's, kept for every input (tests/components/test_circuit_breaker_adversarial.py):
 - Half-open permits are counted: at most `probe_limit` calls are let through, and only an answer to one of
-  them counts towards closing (a late answer from a call let through before the breaker opened is not a
-  probe). A probe that never answers does not hold its permit for ever: once a probe has been out
-  `probe_timeout_s` (default: open_timeout_s) without closing the breaker, it counts as a failure and
-  the breaker opens again (Resilience4j's maxWaitDurationInHalfOpenState), so it half-opens again later
-  with fresh permits instead of refusing every call for good.
-- Arguments are checked: rates in (0, 1], durations finite and > 0, counts whole numbers >= 1, `ok` a
-  bool (None is not a failure); anything else raises ValueError.
+  them counts towards closing. Every call let through gets a `Permit` naming the spell (one stay in one
+  state) it was let through in, and `record` takes it back with the outcome: an answer to a call from an
+  earlier spell (let through before the breaker opened, or a probe of a half-open spell that has ended)
+  changes no state, even while probes are out; it is only counted, in `stale`. A permit is answered once,
+  and only by the breaker that gave it. A probe that never answers does not hold its permit for ever: once
+  a probe has been out `probe_timeout_s` (default: open_timeout_s) without closing the breaker, it counts
+  as a failure and the breaker opens again (Resilience4j's maxWaitDurationInHalfOpenState), so it
+  half-opens again later with fresh permits instead of refusing every call for good.
+- Arguments are checked: rates in (0, 1], durations finite and > 0, counts whole numbers >= 1 (k too),
+  `ok` a bool (None is not a failure), a permit this breaker gave and nobody answered yet; anything else
+  raises ValueError and changes nothing.
 
 Chapters: circuit-breaker.
 """
@@ -66,6 +71,17 @@ class CircuitOpen(Exception):
     """Raised by `call` when the breaker refuses: the caller fails fast instead of waiting on a dead backend."""
 
 
+class Permit:
+    """One call let through: `record` takes it back, so an answer is matched to the spell that let it through."""
+    __slots__ = ("breaker", "spell", "state", "answered")
+
+    def __init__(self, breaker: CircuitBreaker, spell: int, state: str):
+        self.breaker, self.spell, self.state, self.answered = breaker, spell, state, False
+
+    def __repr__(self) -> str:
+        return f"Permit(spell={self.spell}, state={self.state!r}, answered={self.answered})"
+
+
 class CircuitBreaker:
     def __init__(self, *, failure_rate: float = 0.5, window_s: float = 30.0, min_requests: int = 20,
                  open_timeout_s: float = 30.0, probe_limit: int = 5, close_after: int = 3,
@@ -85,6 +101,8 @@ class CircuitBreaker:
         self.probe_timeout_s, self.half_opened_at = probe_timeout_s, 0.0
         self.clock = clock                     # monotonic: a wall clock stepped back would hold it open
         self._state, self.opened_at = CLOSED, 0.0
+        self._spell = 0                        # counts the states entered: a permit belongs to the one that gave it
+        self.stale = 0                         # answers to calls from an earlier spell: counted, nothing more
         self.window: deque[tuple[float, bool]] = deque()   # (time, failed) of the calls let through
         self.failures = 0                      # failures in the window, kept with it
         self.probes = self.probe_successes = 0
@@ -102,6 +120,7 @@ class CircuitBreaker:
 
     def _to(self, state: str) -> None:
         self._state = state
+        self._spell += 1
         self.transitions.append((self.clock(), state))
         if state == OPEN:
             self.opened_at = self.clock()
@@ -112,25 +131,30 @@ class CircuitBreaker:
             self.window.clear()                 # judged afresh: old failures do not reopen it
             self.failures = 0
 
-    def allow(self) -> bool:
-        """May this call go to the backend? In half-open, each True is one of the limited probes."""
+    def allow(self) -> Permit | None:
+        """May this call go to the backend? A Permit to hand back to `record`, or None (refused). In
+        half-open, each permit is one of the limited probes."""
         state = self.state
-        if state == CLOSED:
-            return True
         if state == HALF_OPEN and self.probes < self.probe_limit:
             self.probes += 1
-            return True
-        return False
+        elif state != CLOSED:
+            return None
+        return Permit(self, self._spell, state)
 
-    def record(self, ok: bool) -> None:
-        """The outcome of a call that `allow` let through."""
+    def record(self, permit: Permit, ok: bool) -> None:
+        """The outcome of the call `allow` gave `permit` to."""
         if type(ok).__name__ not in ("bool", "bool_"):          # numpy's bool too; None is not a failure
             raise ValueError(f"ok must be True or False, got {ok!r}")
-        ok = bool(ok)
+        if not isinstance(permit, Permit) or permit.breaker is not self:
+            raise ValueError(f"record takes a permit this breaker's allow() gave, got {permit!r}")
+        if permit.answered:
+            raise ValueError(f"{permit!r} was answered already: one answer per call")
+        permit.answered, ok = True, bool(ok)
         state = self.state
+        if permit.spell != self._spell:
+            self.stale += 1                     # let through in an earlier spell: not this spell's evidence
+            return
         if state == HALF_OPEN:
-            if self.probes <= self.probe_successes:
-                return                          # not an answer to a probe: a late one from before it opened
             if not ok:
                 self._to(OPEN)                  # still broken: another full timeout before the next probe
             else:
@@ -138,9 +162,7 @@ class CircuitBreaker:
                 if self.probe_successes >= self.close_after:
                     self._to(CLOSED)
             return
-        if state == OPEN:
-            return                              # a late answer from before it opened changes nothing
-        self._observe(ok)
+        self._observe(ok)                       # closed: no permit is given while open
         if not ok and self._tripped():
             self._to(OPEN)
 
@@ -158,14 +180,15 @@ class CircuitBreaker:
 
     # --- convenience ------------------------------------------------------------------------------
     def call(self, fn: Callable[[], object]):
-        if not self.allow():
+        permit = self.allow()
+        if permit is None:
             raise CircuitOpen(f"circuit {self.state}: call refused")
         try:
             out = fn()
         except Exception:
-            self.record(ok=False)
+            self.record(permit, ok=False)
             raise
-        self.record(ok=True)
+        self.record(permit, ok=True)
         return out
 
 
@@ -174,7 +197,7 @@ class ConsecutiveBreaker(CircuitBreaker):
     k is large enough not to."""
 
     def __init__(self, k: int = 5, **kw):
-        if k < 1:
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
             raise ValueError(f"k must be >= 1, got {k!r}")
         super().__init__(**kw)
         self.k, self.run = k, 0
@@ -220,13 +243,14 @@ def simulate(breaker: CircuitBreaker, backend: FlakyBackend, clock: FakeClock, *
     sent = failed = refused = 0
     for i in range(n):
         clock.t = i / rate
-        if not breaker.allow():
+        permit = breaker.allow()
+        if permit is None:
             refused += 1
             continue
         sent += 1
         ok = backend(clock.t)
         failed += not ok
-        breaker.record(ok)
+        breaker.record(permit, ok)
     return dict(requests=n, sent=sent, failed=failed, refused=refused, transitions=list(breaker.transitions))
 
 

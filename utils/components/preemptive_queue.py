@@ -23,7 +23,9 @@ The contract for every input (tests/components/test_preemptive_queue_adversarial
 name is its key (a victim is found, evicted and requeued by it), so names are unique within a run; GPUs a
 whole number from 1 to the cluster; priority a whole number; work, submit and checkpoint_every finite
 (a NaN compares false with everything and would silently corrupt the heap's order); aging finite and
->= 0. Anything else raises ValueError naming the job and the field, before any job runs.
+>= 0. Anything else raises ValueError naming the job and the field, before any job runs. GPUs are never
+over-committed: `Outcome.runs` records every run (a start or a resume, to its completion or eviction), and
+at no instant do the runs hold more than the cluster's GPUs (`peak_gpus`).
 
 Chapters: preemptive-job-queue.
 """
@@ -184,6 +186,7 @@ class Outcome:
     horizon: float = math.inf
     log: list = field(default_factory=list)
     shadow: dict = field(default_factory=dict)   # rule -> GPU-hours it would have lost at the same decisions
+    runs: list = field(default_factory=list)     # (job, gpus, start, end) of every run; end inf: still running
 
     def job(self, name: str) -> Job:
         return next(j for j in self.jobs if j.name == name)
@@ -222,6 +225,7 @@ def simulate(jobs: list[Job], n_gpus: int, *, rule: str = "checkpoint", aging: f
         j.evictions += 1
         out.evictions += 1
         out.evicted_gpus += j.gpus
+        out.runs.append((j.name, j.gpus, run.since, now))
         del running[j.name]
         free += j.gpus
         queue.push(j)                                   # same submit time: same place, same age
@@ -262,10 +266,25 @@ def simulate(jobs: list[Job], n_gpus: int, *, rule: str = "checkpoint", aging: f
             del running[j.name]
             free += j.gpus
             j.done, j.finish = j.work, now
+            out.runs.append((j.name, j.gpus, run.since, now))
         else:
             queue.push(j)
         schedule(now)
+    out.runs += [(r.job.name, r.job.gpus, r.since, math.inf) for r in running.values()]
     return out
+
+
+def peak_gpus(runs) -> int:
+    """The most GPUs that (job, gpus, start, end) runs hold at once, counted on each interval between
+    event times: a run that ends at t has let its GPUs go by the time one starting at t holds them."""
+    level, peak, deltas = 0, 0, {}
+    for _, gpus, start, end in runs:
+        deltas[start] = deltas.get(start, 0) + gpus
+        deltas[end] = deltas.get(end, 0) - gpus
+    for t in sorted(deltas):
+        level += deltas[t]
+        peak = max(peak, level)
+    return peak
 
 
 def wait(job: Job, horizon: float) -> float:
