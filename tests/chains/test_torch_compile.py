@@ -34,3 +34,20 @@ def test_big_tensors_leave_little_for_cuda_graphs():
 def test_bad_inputs_are_refused(name, value):
     with pytest.raises(ParameterError, match=name if name != "gpu" else "h900"):
         chains.derive("torch-compile", **{name: value})
+
+
+def test_a_frame_compiles_recompile_limit_shapes_not_one_more():
+    # torch/_dynamo/cache_size.py refuses a compile once the entries are >= recompile_limit (the probe: limit 2,
+    # 2 compiles), so the default 8 compiles 8 shapes, the first and 7 recompiles
+    ch = tc.compute(tc.SPEC.check())
+    assert ch["n_s"].m == 8
+    ex = tc.exercises(tc.SPEC.check(), ch)
+    assert (ex["ex2-shapes"], ex["ex2-recompiles"], ex["ex2-compile"]) == ("8", "7", "5.33 min")
+
+
+def test_a_training_step_replays_two_graphs():
+    # forward and backward are separate graphs under reduce-overhead: two launches at b = 0, 2(b + 1) with breaks
+    ch = tc.compute(tc.SPEC.check(graph_breaks=0))
+    assert (ch["t_G"] - ch["t_B"]).to("us").m == pytest.approx(0, abs=1e-9)
+    assert (ch["t_G"] - 2 * ch["t_L"]).to("us").m == pytest.approx((2 * ch["L"] * ch["M_f"] / ch["W"]).to("us").m)
+    assert 28 < ch["S_G"].m < 29

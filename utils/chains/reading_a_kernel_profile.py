@@ -177,10 +177,12 @@ def order_claim() -> Claim:
         claimed="four sections in a fixed order; one number names the bottleneck",
         derived=f"{names}, in the report's order; the SOL rule on the claim's memory throughput: {rule.name}",
         verdict=READING if fixed else WRONG,
-        reading=(f"the four sections are the Speed Of Light, the workload analysis it names, the warp states and the "
-                 f"launch statistics (with occupancy), and the one number is the Speed Of Light's comparison of "
-                 f"compute and memory throughput, which names the side when either reaches {pct(HIGH / 100)} or "
-                 f"leads by {fmt(BALANCED)} points"),
+        reading=(f"'four sections, read in a fixed order' as the Speed Of Light, the workload analysis it names, the "
+                 f"warp states and the launch statistics (with occupancy), in the Order their section files give; "
+                 f"'one number that usually names the bottleneck outright' as the larger of the Speed Of Light's "
+                 f"compute and memory throughputs, which names the side outright when it reaches {pct(HIGH / 100)} "
+                 f"('usually': the rule also names a side that leads by {fmt(BALANCED)} points, and calls both "
+                 f"under {pct(LATENCY / 100)} latency-bound)"),
         nearest_true=("" if fixed else "the report's section order is not the reading order"),
         reason=(f"Nsight Compute orders its sections by their files' Order field, and its own bottleneck rule reads "
                 f"the Speed Of Light pair: at or above {pct(HIGH / 100)} high throughput, both under "
@@ -206,9 +208,12 @@ def gap_claim() -> Claim:
                  f"needs a reuse of {fmt(n['needed']['lines'])} or {fmt(n['needed']['sectors'])} against the "
                  f"walk's {fmt(1 / walk.efficiency)}; patterns within two figures: {len(n['hits'])}"),
         verdict=verdict,
-        reason=(f"The source names no kernel, GPU or size, so the pair cannot be re-derived; the gap itself needs "
-                f"requests that touch many sectors served again from cache: an fp32 column walk reusing its "
-                f"sectors gives DRAM {pct(lw.dram)} at an L1 of {pct(lw.l1)} on the H200 (one cycle per line), "
+        reason=(f"The source names no kernel, GPU or size, so the pair cannot be re-derived; the gap needs a memory "
+                f"unit busier than DRAM (Nsight Compute's Memory Throughput is the largest of its L1/TEX, L2 and "
+                f"DRAM shares): a working set held in L2, shared-memory bank conflicts (counted in L1/TEX), or "
+                f"requests that touch many sectors served again from L1, each with its own fix. The last, the "
+                f"book's model: an fp32 column walk reusing its sectors gives DRAM {pct(lw.dram)} at an L1 of "
+                f"{pct(lw.l1)} on the H200 (one cycle per line), "
                 f"a gather with no reuse is DRAM-bound instead, and the source's {pct(CLAIM['dram'])} would need "
                 f"each DRAM sector served {fmt(n['needed']['lines'])} times, more than the walk's "
                 f"{fmt(1 / walk.efficiency)}."))
