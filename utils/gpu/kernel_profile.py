@@ -37,9 +37,13 @@ from utils.gpu.coalescing import SECTOR, Access
 
 # --- the sections and the rule ---------------------------------------------------------------------
 
+# The primary is NVIDIA's: the Customization Guide says the section files and rules ship in the `sections` folder of
+# the Nsight Compute install; their text (which the guide does not reproduce) was read in a copy of that folder.
 SOURCE = ("NVIDIA Nsight Compute's section files (sections/*.section: Identifier, DisplayName, Order) and its "
-          "SOLBottleneck rule (sections/SpeedOfLight.py, NVIDIA, BSD licence), as shipped with Nsight Compute; "
-          "read 2026-12-01 in a copy at https://github.com/xingxerx/Qallow/tree/"
+          "SOLBottleneck rule (sections/SpeedOfLight.py, NVIDIA, BSD licence), as shipped in the sections folder of "
+          "the Nsight Compute install (NVIDIA, Nsight Compute Customization Guide, Section Files and Rule System, "
+          "https://docs.nvidia.com/nsight-compute/CustomizationGuide/index.html, read 2026-12-06); the files' text "
+          "read 2026-12-01 in a copy of that folder at https://github.com/xingxerx/Qallow/tree/"
           "e3efc6fc8582f38e81d9b207717e72a213faa5e1/sections")
 
 
