@@ -6,7 +6,7 @@ import pytest
 from utils import catalog, chains, models
 from utils.chains import decode_roofline as dr
 from utils.params import ParameterError
-from utils.verdicts import HOLDS, READING, WRONG
+from utils.verdicts import HOLDS, WRONG
 
 SLUG = "decode-roofline"
 
@@ -15,7 +15,27 @@ def test_verdicts():
     v = {c.name: c for c in dr.claims()}
     assert v["intensity"].verdict == WRONG and v["intensity"].nearest_true   # two halves, two weight widths
     assert v["ridge"].verdict == HOLDS
-    assert v["kv-ceiling"].verdict == READING and v["kv-ceiling"].reading
+    assert v["kv-ceiling"].verdict == HOLDS        # the words assert a ceiling; no context is supplied to make it bind
+
+
+def test_throughput_runs_at_the_catalogs_achieved_shares():
+    """No rate at 100% of a datasheet peak: the defaults are the catalog's shares, each from a published
+    measurement, and the step time scales as one over the bandwidth share while the step is memory-bound."""
+    shares = catalog.entry("software", "achieved-fraction")
+    h100 = catalog.accelerator("h100-sxm")
+    assert shares["hbm_bandwidth"].kind == shares["bf16_dense"].kind == "measured-by-others"
+    assert shares.q("hbm_bandwidth").m == pytest.approx(h100["hbm_bandwidth_measured"].alternatives[0].q.m
+                                                       / h100.q("hbm_bandwidth").m, abs=5e-4)   # STREAM Copy
+    assert shares.q("bf16_dense").m == pytest.approx(740e12 / h100.q("bf16_dense").m, abs=5e-3)  # FA3's 740 TFLOP/s
+    defaults = {p.name: p.default for p in dr.PARAMETERS}
+    assert (defaults["compute_fraction"], defaults["bandwidth_fraction"]) == dr.FRACTIONS
+    assert dr.FRACTIONS == (shares.q("bf16_dense").m, shares.q("hbm_bandwidth").m)
+    base, roof = chains.derive(SLUG), chains.derive(SLUG, compute_fraction=1.0, bandwidth_fraction=1.0)
+    assert base["decode_step_time"].m == pytest.approx(roof["decode_step_time"].m / dr.FRACTIONS[1])
+    assert base["decode_throughput"].m < roof["decode_throughput"].m
+    assert base["ridge_intensity"].m == roof["ridge_intensity"].m      # the claim's ridge is the datasheet's
+    with pytest.raises(ParameterError, match="bandwidth_fraction"):
+        chains.derive(SLUG, bandwidth_fraction=1.5)
 
 
 def test_ridge_is_the_datasheet_ratio():

@@ -63,3 +63,14 @@ def test_properties():
     faster = {k: v.m for k, v in chains.derive(SLUG, tokens_per_second_per_user=40.0).items()}
     assert faster["compute_users_per_node"] < base["compute_users_per_node"]
     assert faster["users_per_node"] == base["users_per_node"]
+
+
+def test_compute_and_bandwidth_users_run_at_the_achieved_shares():
+    """No rate at 100% of a peak: compute's users scale with the compute share, the per-user rate with a full
+    node with the bandwidth share, and the users that fit do not move (capacity is not a rate)."""
+    base, roof = chains.derive(SLUG), chains.derive(SLUG, compute_fraction=1.0, bandwidth_fraction=1.0)
+    assert base["compute_users_per_node"].m == pytest.approx(roof["compute_users_per_node"].m * kv.FRACTIONS[0])
+    assert base["rate_per_user_when_full"].m == pytest.approx(roof["rate_per_user_when_full"].m * kv.FRACTIONS[1])
+    assert base["users_per_node"].m == roof["users_per_node"].m
+    defaults = {p.name: p.default for p in kv.PARAMETERS}
+    assert (defaults["compute_fraction"], defaults["bandwidth_fraction"]) == kv.FRACTIONS

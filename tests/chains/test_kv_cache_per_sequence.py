@@ -5,14 +5,14 @@ from utils import catalog, chains
 from utils.chains import kv_cache_per_sequence as kv
 from utils.models import kv_bytes_per_token, param_count
 from utils.params import ParameterError
-from utils.verdicts import HOLDS, READING
+from utils.verdicts import HOLDS, UNCHECKABLE
 
 SLUG = "kv-cache-per-sequence"
 
 
 def test_claims_on_their_own_inputs():
     third, mistake = kv.claims()
-    assert third.verdict == READING and "bf16" in third.reading
+    assert third.verdict == UNCHECKABLE and not third.reading     # the context is the book's, not the source's
     assert mistake.verdict == HOLDS
     ck = kv.checks()
     assert ck["ratio"] == pytest.approx(0.3044, abs=5e-4)          # "a third", within a tenth

@@ -16,6 +16,7 @@ import numpy as np
 
 from utils import catalog, models, roofline, serving
 from utils.chain import Chain, as_float, memoised
+from utils.chains.decode_roofline import FRACTIONS, add_fraction_inputs, fraction_params
 from utils.params import Param, ParameterError, Result, Spec
 from utils.serving import per_user_text as per_user
 from utils.serving import users_text as users
@@ -44,6 +45,7 @@ PARAMETERS = (
           source="this book's assumption, inside MLPerf Inference's Llama-2-70B limits on time per output token"),
     Param("target_users_per_node", 100, "users a node should hold: the page solves for the context that allows",
           unit="sequence", check="whole", source="this book's assumption"),
+    *fraction_params(),
 )
 REFUSED = {name: "the parameter count, layers, KV heads and KV bytes per token all follow from model= (a "
                  "catalog key or a config.json); set model instead, so no result mixes two architectures"
@@ -89,16 +91,18 @@ def validate(p):
                    p.context_tokens, p.gpu_memory_utilization, p.memory_reading)
     n = models.param_count(p.model)
     read = (n["total"] - n["embedding"]) * q(p.weight_bytes_per_param, "byte/parameter")
-    s_max = (p.gpus_per_node * p.gpu.q("hbm_bandwidth") / read * q(1, "token")).to("token/s")
+    s_max = (p.gpus_per_node * p.bandwidth_fraction * p.gpu.q("hbm_bandwidth") / read * q(1, "token")).to("token/s")
     if q(p.tokens_per_second_per_user, "token/s") >= s_max:
         raise ParameterError(f"tokens_per_second_per_user={p.tokens_per_second_per_user:g} is more than one user "
                              f"alone can get: each step reads {fmt(read, 'GB')} of weights at "
-                             f"{fmt(p.gpus_per_node * p.gpu.q('hbm_bandwidth'), 'TB/s')}, at most {fmt(s_max)}")
+                             f"{fmt(p.gpus_per_node * p.bandwidth_fraction * p.gpu.q('hbm_bandwidth'), 'TB/s')} "
+                             f"(the achieved share of the bandwidth), at most {fmt(s_max)}")
 
 
 def users_chain(m, acc, gpus_per_node, weight_bytes_per_param, kv_bytes_per_element, context_tokens,
                 gpu_memory_utilization, tokens_per_second_per_user, target_users_per_node,
-                memory_reading="driver", *, source="parameters cell") -> Chain:
+                memory_reading="driver", compute_fraction=FRACTIONS[0], bandwidth_fraction=FRACTIONS[1], *,
+                source="parameters cell") -> Chain:
     """Users of model `m` on a node of `gpus_per_node` x `acc` (catalog Entries), by memory, compute and
     bandwidth at the promised rate."""
     chip = roofline.Chip(acc.key, acc.name, acc.q("bf16_dense").to("FLOP/s"), acc.q("hbm_bandwidth").to("byte/s"))
@@ -110,24 +114,26 @@ def users_chain(m, acc, gpus_per_node, weight_bytes_per_param, kv_bytes_per_elem
                              utilization_value=serving.vllm_utilization_value() if default_u else None)
     # Compute and bandwidth: how many users a decode step could serve at the promised rate.
     serving.add_decode_inputs(ch, m, acc, chip, kv_bytes_per_element)
+    add_fraction_inputs(ch, compute_fraction, bandwidth_fraction, source)
     ch.step("f", "k*N_a*tau + I_kv*kappa*T", "GFLOP/sequence", "FLOPs per user per decode step")
     ch.given("s", q(tokens_per_second_per_user, "token/s/sequence"), "decode rate promised to each user",
              kind="assumption", source=RATE_SOURCE if tokens_per_second_per_user == CLAIM["rate"] else source)
-    ch.step("U_c", "g*P*tau/(s*f)", "sequence", "users compute alone could serve at that rate")
-    ch.step("U_bw", "(g*W*tau/s - N_r*b_w)/kv_u", "sequence", "users HBM bandwidth could serve at that rate")
+    ch.step("U_c", "g*eta_P*P*tau/(s*f)", "sequence", "users compute alone could serve at that rate")
+    ch.step("U_bw", "(g*eta_W*W*tau/s - N_r*b_w)/kv_u", "sequence", "users HBM bandwidth could serve at that rate")
     ch.step("x", "U_c/U", "", "compute headroom: compute's users over memory's")
-    ch.step("t", "Max(U*f/(g*P), (N_r*b_w + U*kv_u)/(g*W))", "ms", "decode step with the node full (roofline floor)")
+    ch.step("t", "Max(U*f/(g*eta_P*P), (N_r*b_w + U*kv_u)/(g*eta_W*W))", "ms",
+            "decode step with the node full, at the achieved shares")
     ch.step("s_U", "tau/t", "token/s/sequence", "rate each user gets with the node full")
     # Three unknowns, solved in closed form.
-    turn = as_float(ch["g"] * ch["P"] * ch["tau"] * ch["rho"] - ch["M_kv"] * ch["s"] * ch["I_kv"],
+    turn = as_float(ch["g"] * ch["eta_P"] * ch["P"] * ch["tau"] * ch["rho"] - ch["M_kv"] * ch["s"] * ch["I_kv"],
                     "FLOP*token/s/sequence")
     if turn > 0:
-        ch.solve("T_x", "M_kv/(rho*kappa*T_x) = g*P*tau/(s*(k*N_a*tau + I_kv*kappa*T_x))", "token/sequence",
+        ch.solve("T_x", "M_kv/(rho*kappa*T_x) = g*eta_P*P*tau/(s*(k*N_a*tau + I_kv*kappa*T_x))", "token/sequence",
                  "context below which compute, not memory, caps users")
     ch.given("U_n", q(target_users_per_node, "sequence"), "users a node should hold", kind="assumption",
              source=source)
     ch.solve("T_n", "U_n = M_kv/(rho*kappa*T_n)", "token/sequence", "longest context at which it holds them")
-    ch.solve("s_bw", "M_kv = g*W*tau/s_bw - N_r*b_w", "token/s/sequence",
+    ch.solve("s_bw", "M_kv = g*eta_W*W*tau/s_bw - N_r*b_w", "token/s/sequence",
              "per-user rate above which bandwidth, not capacity, caps users")
     return ch
 
@@ -139,7 +145,7 @@ def has_turn(ch) -> bool:
 def compute(p) -> Chain:
     return users_chain(p.model, p.gpu, p.gpus_per_node, p.weight_bytes_per_param, p.kv_bytes_per_element,
                        p.context_tokens, p.gpu_memory_utilization, p.tokens_per_second_per_user,
-                       p.target_users_per_node, p.memory_reading)
+                       p.target_users_per_node, p.memory_reading, p.compute_fraction, p.bandwidth_fraction)
 
 
 # --- prose -----------------------------------------------------------------------------------------
@@ -198,7 +204,8 @@ def roofline_route(cc) -> dict:
     """Second route, at any rate: a step's intensity B f / (N_r b_w + B kv_u) rises with the batch B towards
     f / kv_u; below the ridge no batch is compute-bound. T_r is the context above which that holds."""
     import sympy as sp
-    chip = roofline.chip(CLAIM["gpu"])
+    peak = roofline.chip(CLAIM["gpu"])
+    chip = roofline.Chip(peak.key, peak.name, peak.peak * FRACTIONS[0], peak.bandwidth * FRACTIONS[1])   # achieved
     i_inf = (cc["f"] / cc["kv_u"]).to("FLOP/byte")
     T_r, k_, Na, tau_, kap, rho_, Ikv, Istar = sp.symbols("T_r k N_a tau kappa rho I_kv I_star", positive=True)
     closed = sp.solve(sp.Eq(Istar, (k_ * Na * tau_ + Ikv * kap * T_r) / (rho_ * kap * T_r)), T_r)[0]
@@ -208,11 +215,12 @@ def roofline_route(cc) -> dict:
                              kap: as_float(cc["kappa"], "byte/token"), rho_: cc["rho"].m,
                              Ikv: as_float(cc["I_kv"], "FLOP/byte"), Istar: as_float(chip.ridge, "FLOP/byte")}))
     # At every rate a single user could be served at, bandwidth's users stay below compute's.
-    s_max = as_float(cc["g"] * cc["W"] * cc["tau"] / (cc["N_r"] * cc["b_w"]), "token/s/sequence")
+    s_max = as_float(cc["g"] * cc["eta_W"] * cc["W"] * cc["tau"] / (cc["N_r"] * cc["b_w"]), "token/s/sequence")
     rates = np.linspace(0.01, 0.999, 400) * s_max
-    u_bw = (as_float(cc["g"] * cc["W"] * cc["tau"], "GB*token/s/sequence") / rates
+    u_bw = (as_float(cc["g"] * cc["eta_W"] * cc["W"] * cc["tau"], "GB*token/s/sequence") / rates
             - as_float(cc["N_r"] * cc["b_w"], "GB")) / as_float(cc["kv_u"], "GB/sequence")
-    u_c = as_float(cc["g"] * cc["P"] * cc["tau"], "GFLOP*token/s/sequence") / rates / as_float(cc["f"], "GFLOP/sequence")
+    u_c = (as_float(cc["g"] * cc["eta_P"] * cc["P"] * cc["tau"], "GFLOP*token/s/sequence") / rates
+           / as_float(cc["f"], "GFLOP/sequence"))
     t_floor, bound = roofline.time_floor(cc["U"] * cc["f"] / CLAIM["gpus_per_node"],
                                          (cc["N_r"] * cc["b_w"] + cc["U"] * cc["kv_u"]) / CLAIM["gpus_per_node"], chip)
     return dict(chip=chip, i_inf=i_inf, closed=closed, shown=shown, T_r=value, T_r_sym=sym,
@@ -245,13 +253,16 @@ def claims() -> list[Claim]:
                 f"({fmt(as_float(cc['U_g'], 'sequence/GPU'))} per GPU) by memory, against "
                 f"{users(cc['U_c'])} by compute at {per_user(cc['s'], 'token/s')} each ({fmt(cc['x'])} x)",
         verdict=READING if holds else "wrong as stated",
-        reading=f"a GPU read as one of a node of {CLAIM['gpus_per_node']} H100s holding one copy of "
-                f"Llama-3-70B (its bf16 weights fit no single H100), each user at the model's window of {ctx}",
+        reading=f"'how many users a GPU can hold' read as the users whose caches one GPU's share of a node holds, "
+                f"against the users its FLOPs could serve at any per-user rate: a {short(CLAIM['n_params'])} model's "
+                f"bf16 weights fit no single H100, so 'a GPU' is one of a node of {CLAIM['gpus_per_node']} holding one "
+                f"copy; 'every token a model has seen' read as a user's whole context, up to the model's window of {ctx}",
         nearest_true="" if holds else "compute caps users first at these inputs",
-        reason=f"Memory holds {users(cc['U'])} users per node and compute could serve {users(cc['U_c'])} at "
-               f"{per_user(cc['s'], 'token/s')} each; at any rate a decode step's intensity stays below the ridge "
-               f"({fmt(r['i_inf'])} against {fmt(r['chip'].ridge)}) for contexts above "
-               f"{per_user(r['T_r'], 'token')}, and the verdict survives every reading of the memory.")]
+        reason=f"At any per-user rate a decode step's intensity stays below the ridge at the achieved shares "
+               f"({fmt(r['i_inf'])} against {fmt(r['chip'].ridge)} at the window; below it for every context above "
+               f"{per_user(r['T_r'], 'token')}), so no batch is compute-bound and memory binds first; at the window "
+               f"memory holds {users(cc['U'])} users per node where compute could serve {users(cc['U_c'])} at this "
+               f"book's {per_user(cc['s'], 'token/s')} each, under every reading of the memory.")]
 
 
 @memoised
@@ -303,7 +314,7 @@ def users_curves(p, contexts) -> dict:
         try:
             c = users_chain(p.model, acc, p.gpus_per_node, p.weight_bytes_per_param, p.kv_bytes_per_element,
                             p.context_tokens, p.gpu_memory_utilization, p.tokens_per_second_per_user,
-                            p.target_users_per_node, p.memory_reading)
+                            p.target_users_per_node, p.memory_reading, p.compute_fraction, p.bandwidth_fraction)
         except ParameterError as e:
             skipped.append(f"{acc.short_name} ({e})")
             continue
@@ -316,7 +327,8 @@ def users_curves(p, contexts) -> dict:
             t_x = as_float(c["T_x"], "token/sequence")
             turn = (t_x, as_float(c["M_kv"], "GB") / (kv_tok * t_x))
         out[acc.short_name] = dict(memory=np.where(mem >= 1, mem, np.nan), peak=as_float(c["P"], "FLOP/s/GPU"),
-                                   compute=as_float(c["g"] * c["P"] * c["tau"] / c["s"], "GFLOP") / f_ctx, turn=turn)
+                                   compute=as_float(c["g"] * c["eta_P"] * c["P"] * c["tau"] / c["s"], "GFLOP") / f_ctx,
+                                   turn=turn)
     return dict(curves=out, skipped=skipped)
 
 

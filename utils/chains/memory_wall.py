@@ -13,7 +13,7 @@ from utils import catalog, models, roofline
 from utils.chain import Chain, as_float, memoised
 from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, pct, q
-from utils.verdicts import HOLDS, READING, WRONG, Claim
+from utils.verdicts import HOLDS, READING, UNCHECKABLE, WRONG, Claim
 
 DTYPE_ORDER = ("fp4", "fp8", "bf16", "tf32")   # narrow to wide: a chip without `dtype` runs it at the next wider rate
 DTYPES = tuple(sorted({f[:-len("_dense")] for k in catalog.keys("accelerator")
@@ -302,10 +302,10 @@ def claims() -> list[Claim]:
                        f"{fmt(cc['w_s'])} each, {fmt(cc['d_x'])} reticle dies' worth of edge, "
                        f"{fmt(cc['P_x'] - cc['P_c'])} more HBM power; fp8 weights halve the ridge batch, "
                        f"MLA divides KV bytes by {fmt(soft['f_mla'])}"),
-              verdict=READING,
-              reading=("the thesis read as a design argument: the shoreline and power arithmetic explain why it has not "
-                       "happened, and the counterargument holds for the workloads each software lever fits"),
-              reason=(f"matching the first chip needs {fmt(cc['n_x'])} stacks, {fmt(cc['d_x'])} reticle-limited dies' "
+              verdict=UNCHECKABLE,
+              reason=(f"The sentence proposes a thesis and its counterargument and gives no number to check: the "
+                      f"arithmetic is this book's own, so a check would compare the book with itself. The book's "
+                      f"figures: matching the first chip needs {fmt(cc['n_x'])} stacks, {fmt(cc['d_x'])} reticle-limited dies' "
                       f"worth of edge, and {pct(cc['p_x'])} more of the TDP in HBM power; each software lever exceeds "
                       f"the hardware's halving (MLA alone divides KV bytes by {fmt(soft['f_mla'])}), but only where it "
                       f"applies")),
