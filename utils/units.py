@@ -164,3 +164,8 @@ def auto_bytes(x, digits: int = 3) -> str:
 def escape_dollars(text: str) -> str:
     """A source title's dollar signs are prices, not math: escape them for MyST."""
     return text.replace("$", "\\$")
+
+
+def entry_name(entry) -> str:
+    """A catalog entry's name without its detail, for tables and figures: 'NVIDIA GB200 NVL72', 'Kimi K2'."""
+    return entry.short_name.split(",")[0]

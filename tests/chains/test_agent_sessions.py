@@ -16,7 +16,7 @@ def ck():
 
 
 def test_claims_and_verdicts(ck):
-    got = {c.name: c.verdict for c in ag.claims(ck)}
+    got = {c.name: c.verdict for c in ag.claims()}
     assert got == {"steps-per-hour": WRONG, "kv-survives": HOLDS, "resume-a-step": HOLDS}
     ch = ck["chain"]
     assert as_float(ch["t_S"], "s") == pytest.approx(100 * 61)

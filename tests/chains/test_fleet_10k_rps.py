@@ -16,7 +16,7 @@ def ck():
 
 
 def test_claims_and_verdicts(ck):
-    got = {c.name: c.verdict for c in fr.claims(ck)}
+    got = {c.name: c.verdict for c in fr.claims()}
     assert got == {"hundreds-of-nodes": READING, "router-knows": READING, "slo-pair-batch": HOLDS}
     ch = ck["chain"]
     assert 100 <= as_float(ch["n_a"], "node") < as_float(ch["n_r"], "node") < 1000

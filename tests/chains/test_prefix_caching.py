@@ -1,8 +1,10 @@
 """prefix-caching's chain: the claim's arithmetic and simulation, published figures, bad inputs, properties."""
 import pytest
 
-from utils import chains
+from utils import catalog, chains
+from utils.chain import as_float
 from utils.chains import prefix_caching as pc
+from utils.models import param_count
 from utils.params import ParameterError
 from utils.serving.prefix_cache import ExactPromptCache
 from utils.verdicts import READING
@@ -57,3 +59,15 @@ def test_more_requests_save_more_and_fp8_halves_the_kv():
     assert fp8["prefix_kv_bytes"].m == pytest.approx(base["prefix_kv_bytes"].m / 2)
     small = chains.derive("prefix-caching", cache_capacity_tokens=4096)
     assert small["trace_hit_rate"].m < base["trace_hit_rate"].m
+
+
+def test_a_config_json_model_derives_and_the_published_count_stays_the_catalogs():
+    """A reader's config.json publishes no parameter count: the chain counts it, and the check's second route
+    reads the published count from the claim's catalog model only."""
+    p = pc.SPEC.check(model="tests/data/configs/llama-3.1-8b.json")
+    assert catalog.looks_like_path(p.model.key)
+    ch = pc.compute(p)
+    assert as_float(ch["N"], "parameter") == pytest.approx(as_float(param_count(p.model)["active"], "parameter"))
+    claim_model = catalog.model(pc.CLAIM["model"])
+    assert pc.checks()["route2"] == pytest.approx(2 * as_float(claim_model.q("params_total"), "parameter")
+                                                  * pc.CLAIM["prefix_tokens"])

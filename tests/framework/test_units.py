@@ -70,3 +70,11 @@ def test_short_counts():
     from utils.units import short
     assert [short(70e9), short(15e12), short(15.6e12), short(8192), short(405e9), short(37e9)] == \
         ["70B", "15T", "15.6T", "8.19k", "405B", "37B"]
+
+
+def test_entry_name_drops_the_detail_after_the_comma():
+    from utils import catalog
+    from utils.units import entry_name
+    assert entry_name(catalog.accelerator("gb200")) == "NVIDIA GB200 NVL72"
+    assert entry_name(catalog.accelerator("h200")) == catalog.accelerator("h200").short_name
+    assert entry_name(catalog.model("kimi-k2")) == "Kimi K2"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from utils import catalog, roofline, serving
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
 from utils.chains.prefix_caching import MFU_SOURCE
 from utils.params import Param, ParameterError, Result, Spec
 from utils.serving.agent_session import Costs, choose_tier, crossover_s, park_cost
@@ -104,7 +104,7 @@ def session_chain(p, *, source="parameters cell") -> Chain:
     ch.step("K", "kv_u*nu", "GB", "KV of the session at mid-session")
     ch.step("G_h", "g*t_t*K/M_kv", "GPU*s", "held in HBM through one tool call: its share of the budget")
     ch.step("F", "nu*(k*N_a*T + I_kv*kappa*T**2/(2*tau))", "PFLOP", "re-prefilling the context")
-    ch.given("u_p", q(p.prefill_mfu, ""), "prefill MFU", kind="assumption", source=MFU_SOURCE)
+    ch.given("u_p", q(p.prefill_mfu, ""), "prefill MFU", kind="assumption", source=SPEC.source(p, "prefill_mfu"))
     ch.step("G_p", "F/(u_p*P)", "GPU*s", "GPU-seconds of the re-prefill")
     ch.step("t_pr", "G_p/g", "ms", "resume by re-prefill (wall time)")
     ch.solve("t_x", "g*t_x*K/M_kv = G_p", "s", "tool call at which holding costs a re-prefill")
@@ -112,13 +112,14 @@ def session_chain(p, *, source="parameters cell") -> Chain:
     ch.given("B_h", link.q / q(1, "GPU"), "host-to-GPU copy rate per GPU (its own PCIe 5 x16 link)", kind=link.kind,
              source=link.cite)
     ch.step("t_hr", "K/(g*B_h)", "ms", "resume from host memory: each GPU copies its share back")
-    ch.given("R_n", q(p.nvme_read_gbps, "GB/s"), "local NVMe read rate", kind="assumption", source=NVME_SOURCE)
+    ch.given("R_n", q(p.nvme_read_gbps, "GB/s"), "local NVMe read rate", kind="assumption",
+             source=SPEC.source(p, "nvme_read_gbps"))
     ch.step("t_nr", "K/R_n", "ms", "resume from local NVMe")
     ch.given("M_h", q(p.host_memory_gb, "GB"), "host memory for parked KV", kind="assumption", source=source)
     ch.step("n_p", "floor(M_h/K)", "", "sessions host memory parks")
     ch.step("z", "t_t/c", "", "share of a session's time its KV is idle (the tool runs)")
     ch.step("U_d", "U*(1 - z)", "sequence", "of the sessions whose KV fits in HBM, those decoding at any moment")
-    ch.given("b_s", q(p.sandbox_boot_s, "s"), "sandbox cold start", kind="spec", source=BOOT_SOURCE)
+    ch.given("b_s", q(p.sandbox_boot_s, "s"), "sandbox cold start", kind="spec", source=SPEC.source(p, "sandbox_boot_s"))
     ch.given("beta", q(p.cold_start_share, ""), "budget: share of a tool call", kind="assumption", source=source)
     ch.step("b_max", "beta*t_t", "s", "cold-start budget per tool call")
     ch.step("b_h", "S*b_s", "s", "cold starts per session if every call starts a sandbox")
@@ -151,15 +152,15 @@ SOURCE = "spec/000 and spec/001, paragraph on agent sessions"
 CLAIM = {prm.name: prm.default for prm in PARAMETERS}
 
 
+@memoised
 def checks() -> dict:
-
     p = SPEC.check(**CLAIM)
     ch = session_chain(p, source="the claim")
     return dict(p=p, chain=ch, costs=costs(ch, p), tier=tier_of(ch, p))
 
 
-def claims(ck: dict | None = None) -> list[Claim]:
-    ck = checks() if ck is None else ck
+def claims() -> list[Claim]:
+    ck = checks()
     ch, p, c = ck["chain"], ck["p"], ck["costs"]
     t_S, n_h = as_float(ch["t_S"], "hour"), as_float(ch["n_h"])
     tool_for_s = as_float(ch["Hr"], "s") / p.steps - p.think_s
@@ -204,19 +205,18 @@ def crossover_curve(ch, p, tools=None) -> dict:
                 drop=np.full(len(tools), c.prefill_gpu_s), crossover=crossover_s(c))
 
 
-def what_changes(p) -> dict:
-
+def what_changes(p, ch) -> dict:
     moe = session_chain(SPEC.check(model="gpt-oss-120b"))
     long = session_chain(SPEC.check(tool_result_tokens=1000))
-    base = session_chain(p)
+    base = ch
     return {"wc-moe-x": fmt(moe["t_x"]), "wc-moe-kv": fmt(moe["K"]), "wc-long-tokens": fmt(q(1000, "token")),
             "wc-long-x": fmt(long["t_x"]),
             "wc-long-kv": fmt(long["K"]), "wc-base-x": fmt(base["t_x"]),
             "wc-nvme": fmt(base["t_nr"]), "wc-budget": fmt(q(p.resume_budget_s, "s").to("ms"))}
 
 
-def exercises(ck: dict) -> dict:
-
+def exercises(p, ch) -> dict:
+    ck = checks()                  # the exercises are set on the claim's session, not the reader's
     ch, p = ck["chain"], ck["p"]
     short = session_chain(SPEC.check(tool_s=5.0))
     c5 = costs(short, p)

@@ -11,11 +11,10 @@ holds, and utils.serving.batching's decode step at that batch is the chain's own
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 
 from utils import catalog
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
 from utils.chains import replica_sizing as rs
 from utils.params import Result, Spec
 from utils.serving import admission, batching
@@ -117,7 +116,6 @@ CLAIM_USERS = 2000
 
 
 def claim_inputs():
-
     return SPEC.inputs({**SPEC.defaults(), "users": CLAIM_USERS})
 
 
@@ -141,8 +139,9 @@ def step_agrees(ch) -> float:
     return float(batching.step_time(e, as_float(ch["U"], "sequence"))) / as_float(ch["t"], "s")
 
 
-@functools.lru_cache(maxsize=1)
-def _judged():
+@memoised
+def checks() -> dict:
+    """The claim's sizing and the building blocks run on it: the admission box and the decode step."""
     p = claim_inputs()
     ch = sizing(p, source="the claim's reading")
     n_boxes = len(BOXES)
@@ -150,13 +149,16 @@ def _judged():
     U, R = int(ch["U"].m), int(ch["R"].m)
     covers = R * U >= CLAIM_USERS * (1 + p.headroom) > (R - 1) * U
     admitted = admitted_by_the_box(ch)
-    agree = abs(step_agrees(ch) - 1) < 1e-9
+    ratio = step_agrees(ch)
+    agree = abs(ratio - 1) < 1e-9
     ok = n_boxes == 7 and distinct and covers and admitted == int(ch["U_m"].m) and agree
-    return p, ch, dict(n_boxes=n_boxes, distinct=distinct, covers=covers, admitted=admitted, agree=agree, ok=ok)
+    return dict(p=p, chain=ch, n_boxes=n_boxes, distinct=distinct, covers=covers, admitted=admitted, agree=agree,
+                ok=ok, step_ratio=ratio)
 
 
 def claims() -> list[Claim]:
-    p, ch, k = _judged()
+    k = checks()
+    p, ch = k["p"], k["chain"]
     return [Claim(
         "seven-boxes", quote=QUOTE, source="spec/000 and spec/001, paragraph on the API walkthrough",
         claimed=f"seven boxes, each one job and one failure; {fmt(CLAIM_USERS)} concurrent users -> a replica count",
@@ -174,11 +176,6 @@ def claims() -> list[Claim]:
                f"{fmt(ch['R_q'])}.")]
 
 
-def checks() -> dict:
-    p, ch, k = _judged()
-    return dict(p=p, chain=ch, **k, step_ratio=step_agrees(ch))
-
-
 # --- figure, what changes, exercises -----------------------------------------------------------------------
 def replicas_curve(p, users) -> dict:
     """Replicas against concurrent users at the page's inputs (the per-replica users do not change)."""
@@ -187,8 +184,8 @@ def replicas_curve(p, users) -> dict:
     return dict(users=list(users), replicas=[math.ceil(u * (1 + p.headroom) / U) for u in users], U=U)
 
 
-def what_changes(p) -> dict:
-    base = sizing(p)
+def what_changes(p, ch) -> dict:
+    base = ch
     rows = {"context": p.replace(context_tokens=2 * p.context_tokens),
             "rate": p.replace(tokens_per_second_per_user=2 * p.tokens_per_second_per_user),
             "fp8": p.replace(kv_bytes_per_element=1.0, weight_bytes_per_param=1.0),
@@ -202,7 +199,7 @@ def what_changes(p) -> dict:
     return out
 
 
-def exercises() -> dict:
+def exercises(p, ch) -> dict:
     p = claim_inputs()
     base = sizing(p)
     ten = sizing(p.replace(users=10 * CLAIM_USERS))

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from utils import catalog, models, serving
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
 from utils.params import Param, ParameterError, Result, Spec
 from utils.serving import batching
 from utils.units import fmt, pct, q
@@ -190,7 +190,7 @@ def compute(p) -> Chain:
              kind="derived", source=how)
     ch.given("sim_ratio", q(sim["ratio"], ""), "continuous over static batching, tokens per second (simulated)",
              kind="derived", source=how)
-    ch.simulation = sim
+    ch.data["simulation"] = sim
     return ch
 
 
@@ -202,7 +202,6 @@ CLAIM = {prm.name: prm.default for prm in PARAMETERS}   # the page's reading of 
 
 
 def claim_inputs(**changes):
-
     return SPEC.check(**{**CLAIM, **changes})
 
 
@@ -215,6 +214,7 @@ def kv_binding_chunk(ch) -> int:
     return int(math.ceil(as_float(ch["U"] * ch["tau"] * ch["p"] / ch["o"], "token")))
 
 
+@memoised
 def checks() -> dict:
     """The check section's numbers, on the claim's reading: chain, simulation, closed form."""
     p = claim_inputs()
@@ -279,7 +279,6 @@ def variants(p) -> list[tuple[str, object]]:
     for label, changes in cases:
         try:
             raw = {name: (v.key if hasattr(v, "key") else v) for name, v in p.items()}
-
             out.append((label, batching_chain(SPEC.check(**{**raw, **changes}),
                                               source="this page's variant")))
         except ParameterError as err:
@@ -287,7 +286,7 @@ def variants(p) -> list[tuple[str, object]]:
     return out
 
 
-def what_changes() -> dict:
+def what_changes(p, ch) -> dict:
     """The prose's variants, on the claim's reading (so it reads the same whatever the parameters)."""
     base = claim_chain()
     w_h200, w_tight = claim_chain(gpu="h200"), claim_chain(tpot_target_s=0.02)
@@ -303,9 +302,9 @@ def what_changes() -> dict:
             "w-ctx-b": fmt(w_ctx["B"]), "w-ctx-x": fmt(w_ctx["X"])}
 
 
-def exercises(ck: dict | None = None) -> dict:
-    """Worked answers, glued into hidden dropdowns."""
-    ck = ck or checks()
+def exercises(p, ch) -> dict:
+    """Worked answers, glued into hidden dropdowns (on the claim's reading, like the check)."""
+    ck = checks()
     cc, B, e = ck["chain"], ck["B"], ck["engine"]
     hb = batching.harmonic(B)
     t_pf = ck["closed"]["t_pf"]
@@ -324,7 +323,7 @@ def exercises(ck: dict | None = None) -> dict:
 
 def chain_texts(ch, p) -> dict:
     """The prose numbers of the chain and simulation sections, for the reader's parameters."""
-    sim, B = ch.simulation, batch_size(ch)
+    sim, B = ch.data["simulation"], batch_size(ch)
     st, co = sim["static"], sim["continuous"]
     return {"tpot-ms": fmt(ch["t_95"]), "tpot-ms-2": fmt(ch["t_95"]), "tpot-ms-3": fmt(ch["t_95"]),
             "tpot-blk-ms": fmt(ch["t_blk"]), "tpot-blk-ms-2": fmt(ch["t_blk"]), "intro-model": p.model.name,
@@ -348,7 +347,7 @@ def chain_texts(ch, p) -> dict:
 
 def simulation_rows(ch) -> list[tuple[str, str, str, str]]:
     """The simulation table: (what, static, continuous, chain)."""
-    sim, B = ch.simulation, fmt(batch_size(ch))
+    sim, B = ch.data["simulation"], fmt(batch_size(ch))
     st, co = sim["static"], sim["continuous"]
     return [("tokens per second", fmt(q(st["throughput"], "token/s")), fmt(ch["sim_x"]), fmt(ch["X"])),
             ("p95 TPOT over requests", fmt(q(st["tpot_p95"], "s").to("ms")), fmt(ch["sim_tpot"]),

@@ -10,12 +10,12 @@ Gumbel logits), a token flips with probability P = 1/2 - exp(s^2/2beta^2) Q(s/be
 """
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
 
-from utils.chain import Chain, as_float
+from utils import catalog
+from utils.chain import Chain, as_float, memoised
 from utils.params import Param, ParameterError, Result, Spec
 from utils.serving.determinism import batch_logits, exact_logits, flip_probability, near_tie, rms, splits_for_batch
 from utils.units import fmt, pct, q
@@ -95,7 +95,7 @@ def inputs_of(K: int, N: int, B: int, seed: int):
     return h, W
 
 
-@functools.lru_cache(maxsize=8)
+@memoised
 def reductions(K: int, N: int, b_small: int, b_large: int, items: int, n_sm: int, chunk: int, seed: int) -> dict:
     """Row 0 computed inside both batches, batch-variant and batch-invariant (cached: deterministic)."""
     h, W = inputs_of(K, N, b_large, seed)
@@ -135,16 +135,18 @@ def compute(p) -> Chain:
     ch.given("P_32", flip_probability(s, p.gap_scale), "flip probability per token, P(s, beta)", kind="assumption",
              source="utils.serving.determinism.flip_probability", digits=3)
     ch.given("m", p.modal_share, "share of completions equal to the most common", kind="spec", source=TML)
-    ch.given("L", q(p.completion_tokens, "token"), "tokens per completion", kind="spec", source=TML)
+    ch.given("L", q(p.completion_tokens, "token"), "tokens per completion", kind="spec",
+             source=SPEC.source(p, "completion_tokens"))
     ch.given("tok", q(1, "token"), "one token", kind="assumption", source="definition")
     ch.step("p_obs", "1 - m**(tok/L)", "", "per-token flip rate if the modal completion is the one with no flip",
             digits=3)
     ch.solve("s_obs", "p_obs = s_obs/(beta*sqrt(2*pi))", "", "gap noise that rate implies (small-noise form)",
              digits=3)
     ch.given("T_0", q(p.t_default_s, "s"), "end-to-end time, default", kind="spec", source=TML)
-    ch.given("T_det", q(p.t_deterministic_s, "s"), "end-to-end time, batch-invariant", kind="spec", source=TML)
+    ch.given("T_det", q(p.t_deterministic_s, "s"), "end-to-end time, batch-invariant", kind="spec",
+             source=SPEC.source(p, "t_deterministic_s"))
     ch.given("T_un", q(p.t_unoptimized_s, "s"), "end-to-end time, unoptimized batch-invariant", kind="spec",
-             source=TML)
+             source=SPEC.source(p, "t_unoptimized_s"))
     ch.step("x_det", "(T_det - T_0)/T_0", "", "slowdown of batch invariance")
     ch.step("x_un", "(T_un - T_0)/T_0", "", "slowdown before the attention kernel was improved")
     return ch
@@ -155,12 +157,15 @@ QUOTE = ("Temperature zero removes the sampling randomness and leaves the floati
          "request lands in changes the reduction order, the logits move in the last bits, and a near-tie flips a "
          "token. The fix has a cost.")
 CLAIM = dict(K=4096, N=256, b_small=1, b_large=16, items=8, n_sm=132, chunk=256, seed=0)
-TIMES = dict(default=26.0, det=42.0, unopt=55.0)   # TML's table, seconds (Qwen-3-8B, 1000 sequences, one GPU)
-LMSYS_SLOWDOWN = 0.615          # "Compared to the 61.5% slowdown reported in TML's blog" (LMSYS, 2025-09-22)
-SGLANG_SLOWDOWN = 0.3435        # "an average slowdown of only 34.35%" (SGLang, FlashInfer and FA3 backends)
+# The published figures, from the catalog: TML's end-to-end times (seconds) and LMSYS's slowdowns.
+_TML, _SGL = catalog.entry("software", "vllm-batch-invariant"), catalog.entry("software", "sglang-deterministic")
+TIMES = {k: as_float(_TML.q(f"t_{field}"), "s") for k, field in
+         (("default", "default"), ("det", "deterministic"), ("unopt", "unoptimized"))}
+LMSYS_SLOWDOWN = as_float(_SGL.q("tml_slowdown_quoted"))     # LMSYS restating TML's slowdown
+SGLANG_SLOWDOWN = as_float(_SGL.q("slowdown"))               # SGLang's own (FlashInfer and FA3 backends)
 
 
-@functools.lru_cache(maxsize=1)
+@memoised
 def checks() -> dict:
     from utils.components.sampling import probabilities, sample
     C = CLAIM
@@ -244,8 +249,8 @@ def flip_curve(betas=(0.5, 1.0, 2.0, 4.0), s=None) -> dict:
     return dict(s=s, curves={b: np.array([flip_probability(float(x), b) for x in s]) for b in betas})
 
 
-def what_changes(p) -> dict:
-    r = compute(p)
+def what_changes(p, ch) -> dict:
+    r = ch
     s_obs, beta = as_float(r["s_obs"]), p.gap_scale
     b_lo, b_hi = 0.5, 4.0
     return {"wc-beta-lo": fmt(b_lo), "wc-beta-hi": fmt(b_hi),
@@ -256,8 +261,8 @@ def what_changes(p) -> dict:
             "wc-un": pct(as_float(r["x_un"]))}
 
 
-def exercises(p) -> dict:
-    r = compute(p)
+def exercises(p, ch) -> dict:
+    r = ch
     p_obs = as_float(r["p_obs"])
     L = 500
     same = (1 - p_obs) ** L

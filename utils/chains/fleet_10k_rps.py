@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from utils import roofline, serving
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
 from utils.chains.latency_slos_goodput import MLPERF, SLO_SOURCE
 from utils.params import Param, ParameterError, Result, Spec
 from utils.serving.router import BoundedHashRouter, CacheAwareRouter, RandomRouter, multi_tenant_trace, simulate_fleet
@@ -151,7 +151,7 @@ def fleet_chain(p, sim: dict, mean_prompt: float, mean_reply: float, *, source="
     ch.given("nu", q(1, "sequence"), "one request's sequence", kind="derived", source="a request is one sequence")
     ch.given("sigma", q(1, "request/sequence"), "requests per sequence", kind="derived", source="one each")
     ch.given("e", q(p.engine_efficiency, ""), "share of the roofline floor's speed reached", kind="assumption",
-             source=EFF_SOURCE)
+             source=SPEC.source(p, "engine_efficiency"))
     ch.given("L", q(p.slo_tpot_s, "s").to("ms"), "TPOT objective", kind="spec", source="MLPerf interactive")
     ch.given("TTFT", q(p.slo_ttft_s, "s").to("ms"), "TTFT objective", kind="spec", source="MLPerf interactive")
     ch.given("H", q(p.headroom, ""), "headroom", kind="assumption", source=source)
@@ -170,7 +170,7 @@ def compute(p) -> Chain:
     mean_prompt = float(np.mean([len(r.prompt) for r in tr]))
     mean_reply = float(np.mean([len(r.completion) for r in tr]))
     ch = fleet_chain(p, sim, mean_prompt, mean_reply)
-    ch.sim, ch.trace = sim, tr
+    ch.data["sim"], ch.data["trace"] = sim, tr
     return ch
 
 
@@ -215,16 +215,16 @@ READING_MODEL = ("a 70B-class model (Llama-3-70B) on eight-GPU H100 nodes, chat 
                  "length, under MLPerf's interactive SLO pair")
 
 
+@memoised
 def checks() -> dict:
-
     p = SPEC.check(**CLAIM)
     ch = compute(p)
-    index = simulate(p, ch.trace, which=("index",))["index"]
+    index = simulate(p, ch.data["trace"], which=("index",))["index"]
     return dict(chain=ch, index=index, index_row=replica(ch, index["hit_rate"]), p=p)
 
 
-def claims(ck: dict | None = None) -> list[Claim]:
-    ck = checks() if ck is None else ck
+def claims() -> list[Claim]:
+    ck = checks()
     ch, ix = ck["chain"], ck["index"]
     n_r, n_a = as_float(ch["n_r"], "node"), as_float(ch["n_a"], "node")
     hundreds = all(100 <= n < 1000 for n in (n_r, n_a))
@@ -267,7 +267,7 @@ def claims(ck: dict | None = None) -> list[Claim]:
     ]
 
 
-def what_changes(ch) -> dict:
+def what_changes(p, ch) -> dict:
     h = as_float(ch["h_a"])
     server = replica(ch, h, L=MLPERF["server"][1])
     lo_e, hi_e = replica(ch, h, e=0.35), replica(ch, h, e=0.7)
@@ -278,11 +278,11 @@ def what_changes(ch) -> dict:
             "wc-h0-nodes": fmt(q(zero["nodes"], "node")), "wc-h9": pct(0.9), "wc-h9-nodes": fmt(q(high["nodes"], "node"))}
 
 
-def exercises(ck: dict) -> dict:
-
+def exercises(p, ch) -> dict:
+    ck = checks()                  # the exercises are set on the claim's reading
     ch, p = ck["chain"], ck["p"]
     small = SPEC.derive(model="llama-3-8b", gpus_per_replica=1)
-    more = simulate(p, ch.trace, n=2 * p.sim_replicas, which=("random", "affinity"))
+    more = simulate(p, ch.data["trace"], n=2 * p.sim_replicas, which=("random", "affinity"))
     return {"ex1-nodes": fmt(small["nodes_affinity"]), "ex1-batch": fmt(small["batch_affinity"]),
             "ex2-replicas": fmt(2 * p.sim_replicas), "ex2-random": pct(more["random"]["hit_rate"]),
             "ex2-affinity": pct(more["affinity"]["hit_rate"]), "ex2-random-base": pct(as_float(ch["h_r"])),

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from utils import models, serving
-from utils.chain import Chain, as_float
+from utils import catalog, models, serving
+from utils.chain import Chain, as_float, memoised
 from utils.params import Param, ParameterError, Result, Spec
 from utils.serving import batching
 from utils.units import fmt, pct, q
@@ -23,7 +23,10 @@ SLO_SOURCE = ("MLPerf Inference loadgen/mlperf.conf: llama2-70b-interactive.Serv
               "tpot_latency = 40 (ms); llama2-70b.Server 2000 and 200; *.Server.target_latency_percentile = 99; "
               "mlcommons/inference at commit 001712e9, https://github.com/mlcommons/inference/blob/"
               "001712e9daf80386e0dda43f97b8f36981d792c4/loadgen/mlperf.conf, read 2026-11-29")
-MLPERF = {"interactive": (0.45, 0.04), "server": (2.0, 0.2), "percentile": 0.99}   # from SLO_SOURCE
+_CONF = catalog.entry("software", "mlperf-inference")     # the figures SLO_SOURCE cites
+MLPERF = {scenario: (as_float(_CONF.q(f"llama2_70b_{scenario}_ttft"), "s"),
+                     as_float(_CONF.q(f"llama2_70b_{scenario}_tpot"), "s")) for scenario in ("interactive", "server")}
+MLPERF["percentile"] = as_float(_CONF.q("target_latency_percentile"))
 DEFINITIONS_SOURCE = ("vLLM benchmarks/serve.py, calculate_metrics: tpot = (latency - ttft) / (output_len - 1); "
                       "a request counts toward request_goodput only if it meets every SLO; vllm-project/vllm at "
                       "commit 009e6d4a, https://github.com/vllm-project/vllm/blob/"
@@ -225,7 +228,7 @@ def compute(p) -> Chain:
             ("lambda_good", q(bm["lo"], "request/s"), "maximum goodput rate (bisection)"),
             ("G_peak", q(bm["peak"]["goodput"], "request/s"), "highest goodput in the sweep")):
         ch.given(name, value, label, kind="derived", source=how)
-    ch.replica, ch.op, ch.bench = rep, op, bm
+    ch.data.update(replica=rep, op=op, bench=bm)
     return ch
 
 
@@ -236,7 +239,6 @@ CLAIM = {prm.name: prm.default for prm in PARAMETERS}   # the page's reading: th
 
 
 def claim_replica(**changes) -> batching.Replica:
-
     return replica(SPEC.check(**{**CLAIM, **changes}), source="the claim's reading")
 
 
@@ -247,6 +249,7 @@ def nth(p: float) -> str:
     return text + suffix
 
 
+@memoised
 def checks() -> dict:
     """Everything the check section asserts, on the claim's reading."""
     import sympy as sp
@@ -348,7 +351,7 @@ def sources_table() -> str:
 
 def chain_texts(ch, p) -> dict:
     """The prose numbers of the chain and simulation sections, for the reader's parameters."""
-    rep, op, bm = ch.replica, ch.op, ch.bench
+    rep, op, bm = ch.data["replica"], ch.data["op"], ch.data["bench"]
     top, peak, lo, lo_sep = bm["top"], bm["peak"], bm["lo"], bm["lo_sep"]
     at_sat = rep.at(rep.lam)
     budget = fmt(q(max(int(p.model.q("max_context").m), MIN_BUDGET), "token"))
@@ -384,7 +387,7 @@ def chain_texts(ch, p) -> dict:
 
 def notes(ch, p) -> list[str]:
     """Warnings for a reader's parameters that stretch the benchmark."""
-    out, op, lo, lam = [], ch.op, ch.bench["lo"], ch.replica.lam
+    out, op, lo, lam = [], ch.data["op"], ch.data["bench"]["lo"], ch.data["replica"].lam
     if op["n"] * (1 - p.percentile) < 10:
         out.append(f"only {fmt(op['n'] * (1 - p.percentile), digits=2)} requests lie beyond the percentile; raise n_requests")
     if lo == 0:
@@ -397,7 +400,7 @@ def notes(ch, p) -> list[str]:
 
 
 def operating_point_table(ch, p) -> str:
-    op = ch.op
+    op = ch.data["op"]
     rows = [("TTFT", dur(op["ttft_50"]), dur(op["ttft_p"]), dur(p.slo_ttft_s), pct(op["att_ttft"])),
             ("TPOT", dur(op["tpot_50"]), dur(op["tpot_p"]), dur(p.slo_tpot_s), pct(op["att_tpot"])),
             ("both", "", "", "", pct(op["attainment"]))]
@@ -409,7 +412,7 @@ def operating_point_table(ch, p) -> str:
 
 
 def sweep_table(ch, p) -> str:
-    bm = ch.bench
+    bm = ch.data["bench"]
     rows = "\n".join(f"| {rps(r)} | {tps(s['throughput'])} | {rps(s['goodput'])} | {pct(s['attainment'])} | "
                      f"{dur(s['ttft_p'])} | {dur(s['tpot_p'])} |" for r, s in zip(bm["rates"][::2], bm["sweep"][::2]))
     return (f"Every other rate of the sweep ({nth(p.percentile)} percentiles):\n\n| arrival rate | throughput | goodput | "
@@ -463,8 +466,9 @@ def variants_table(p) -> str:
             "|---|---|---|---|---|\n" + "\n".join(rows))
 
 
-def what_changes(ck: dict) -> dict:
+def what_changes(p, ch) -> dict:
     """The prose's variants, on the claim's reading (so it reads the same whatever the parameters)."""
+    ck = checks()
     c_lo, cch = ck["bench"]["lo"], ck["chain"]
 
     def variant(**changes):
@@ -491,8 +495,9 @@ def what_changes(ck: dict) -> dict:
             "w-big-lo": rps(big_lo), "w-big-binds": big.fails_first(big_hi), "w-h200-lo": rps(h200_lo)}
 
 
-def exercises(ck: dict) -> dict:
-    """Worked answers, glued into hidden dropdowns."""
+def exercises(p, ch) -> dict:
+    """Worked answers, glued into hidden dropdowns (on the claim's reading, like the check)."""
+    ck = checks()
     rep, c_lo, pc = ck["rep"], ck["bench"]["lo"], CLAIM["percentile"]
     p999 = claim_replica(percentile=0.999)
     p999_lo, _ = p999.max_rate(p999.joint)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
 from utils.chains.token_rate_limits import replica_rate
 from utils.params import Param, ParameterError, Result, Spec
 from utils.serving.canary import VersionRouter, budget_minutes, canary_sample_size, simulated_power, z
@@ -147,6 +147,7 @@ QUOTE = ("Roll back first and investigate afterward, because the error budget is
 CLAIM = dict(share=0.01, hour=1.0)
 
 
+@memoised
 def checks() -> dict:
     d = SPEC.defaults()
     X = replica_rate(d["model"], d["gpu"], d["gpus_per_replica"], d["mean_prompt_tokens"], d["mean_output_tokens"])
@@ -237,7 +238,7 @@ def _cdf(x: float) -> float:
     return NormalDist().cdf(x)
 
 
-def what_changes(ch) -> dict:
+def what_changes(p, ch) -> dict:
     small = SPEC.derive(regression=0.001)
     one = SPEC.derive(canary_share=0.01)
     few = SPEC.derive(requests_per_s=50.0)
@@ -248,7 +249,7 @@ def what_changes(ch) -> dict:
             "wc-few-extra": num(few["extra_replicas"].m), "wc-few-r": num(few["replicas_one_version"].m)}
 
 
-def exercises() -> dict:
+def exercises(p, ch) -> dict:
     p0, p1 = 0.02, 0.03
     n_eq = canary_sample_size(p0, p1)
     n_k = canary_sample_size(p0, p1, ratio=19)

@@ -13,9 +13,11 @@ import math
 import numpy as np
 
 from utils import catalog, models
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
+from utils.display import table
 from utils.params import Param, ParameterError, Result, Spec
 from utils.serving import moe
+from utils.units import entry_name as name
 from utils.units import fmt, num, pct, q, short
 from utils.verdicts import HOLDS, READING, Claim
 
@@ -57,11 +59,6 @@ ENGINE = ("software", "vllm", "gpu_memory_utilization")   # the share of HBM the
 LOGIT_BYTES = 4.0                                           # fp32 logits
 REQUIRED = ("hbm_capacity", "hbm_bandwidth", "bf16_dense", "scaleup_link")
 GQA_FROM = "llama-3-70b"   # the GQA row of the cache table borrows this model's KV heads
-
-
-def name(entry) -> str:
-    """A catalog entry's name without its detail: 'NVIDIA GB200 NVL72', 'Kimi K2'."""
-    return entry.short_name.split(",")[0]
 
 
 def chip(acc) -> str:
@@ -231,6 +228,7 @@ def full_context() -> int:
     return int(catalog.model(CLAIM["model"]).q("max_context").m)
 
 
+@memoised
 def checks() -> dict:
     """The check section's numbers, on the claim's own inputs: Kimi K2 in its block-fp8 release on the
     rack at its full context with a bf16 cache; the board it would otherwise need; the readings."""
@@ -354,7 +352,7 @@ def simulation_route(batches=(1, 8, 72), trials=1000) -> dict:
     return out
 
 
-def what_changes(p) -> dict:
+def variant_plans(p, ch) -> dict:
     """The board, the precision, the context and the link: the inputs that swing the plan."""
     ctx = full_context()
     ck = catalog.model("kimi-k2")
@@ -368,7 +366,6 @@ def what_changes(p) -> dict:
     bf16 = summary(by_key("kimi-k2", "gb200", 8, 2.0, 2.0, ctx, 8, decode=False))["gpus_for_weights"]
     long = plan(p.model, p.gpu, p.n_gpus, p.weight_bytes_per_param, p.kv_bytes_per_element, LONG_CTX, p.batch,
                 decode=False)
-    ch = compute(p)
     ib = catalog.interconnect("ib-ndr")
     h200 = catalog.accelerator("h200")
     return dict(h8=h8, sharded=sharded, short=h8["W"] - h8["u"] * h8["C"], short_sharded=sharded - h8["u"] * h8["C"],
@@ -383,7 +380,7 @@ MOONSHOT_MIN_H200 = 16   # MoonshotAI/Kimi-K2 docs/deploy_guidance.md: "the smal
                          # GPUs" (read 2026-11-29)
 
 
-def exercises(p) -> dict:
+def exercises(p, ch) -> dict:
     n, ctx = CLAIM["n_gpus"], full_context()
     ex1 = by_key(CLAIM["model"], CLAIM["gpu"], n, 1.0, 1.0, ctx, n)
     ds = catalog.model("deepseek-v3")
@@ -399,11 +396,6 @@ def exercises(p) -> dict:
 def _at(x, i):
     # Element i of a chain value that may be an array (a value that does not depend on the batch is not).
     return x[i] if np.ndim(x.magnitude) else x
-
-
-def table(header: list[str], rows: list[list[str]]) -> str:
-    return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-                     + ["| " + " | ".join(r) + " |" for r in rows])
 
 
 def parts_section(p) -> tuple[dict, str]:
@@ -537,9 +529,8 @@ def check_section() -> tuple[dict, str]:
                         "combine, model"], body)
 
 
-def what_changes_glue(p) -> dict:
-    w = what_changes(p)
-    ch = compute(p)
+def what_changes(p, ch) -> dict:
+    w = variant_plans(p, ch)
     return {"board-gpus": str(int(w["h8"]["n"].m)), "h200-weights": fmt(w["h8"]["W"]), "h200-sharded": fmt(w["sharded"]),
             "h200-cap": fmt(w["h8"]["C"]), "h200-short": fmt(w["short"]), "h200-short-sharded": fmt(w["short_sharded"]),
             "h200-raw": fmt(w["raw"].to("TB")), "h200-board": fmt(w["board"].to("TB")),

@@ -15,9 +15,11 @@ import math
 import numpy as np
 
 from utils import catalog, models
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
+from utils.display import table
 from utils.params import Param, ParameterError, Result, Spec
 from utils.serving import moe
+from utils.units import entry_name as name
 from utils.units import fmt, num, pct, q, short
 from utils.verdicts import HOLDS, Claim
 
@@ -55,11 +57,6 @@ ZERO_SRC = ("Rajbhandari et al., ZeRO: Memory Optimizations Toward Training Tril
 STEP_TOKENS = 256    # tokens per GPU in one forward step: a large decode batch, or a small prefill chunk
 SCALE_OUT = "ib-ndr"  # one 400 Gb/s NIC per GPU: the scale-out rail an HGX or NVL72 node gives each GPU
 REQUIRED = ("hbm_capacity", "bf16_dense", "scaleup_link")
-
-
-def name(entry) -> str:
-    """A catalog entry's name without its detail: 'NVIDIA H200 SXM 141GB', 'Kimi K2'."""
-    return entry.short_name.split(",")[0]
 
 
 def moe_models() -> list[str]:
@@ -262,6 +259,7 @@ def _check_plan(spec):
     return plan(spec, catalog.accelerator(c["gpu"]), c["b_w"], c["tps"], c["u"], c["n_ep"], source="the check")
 
 
+@memoised
 def checks() -> dict:
     """Both readings on the check's fixed deployment, and the second routes."""
     kimi = moe_spec(catalog.model(CLAIM["model"]))
@@ -309,11 +307,6 @@ def claims() -> list[Claim]:
 
 
 # --- tables, sections and figures ---------------------------------------------------------------
-def table(header: list[str], rows: list[list[str]]) -> str:
-    return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-                     + ["| " + " | ".join(r) + " |" for r in rows])
-
-
 def rate(x, digits=None) -> str:
     """A token rate in plain digits (1,000,000 token/s), rounded to `digits` significant digits if given."""
     v = as_float(x, "token/s") if hasattr(x, "units") else float(x)
@@ -524,8 +517,7 @@ def _with(p, **over) -> Chain:
     return plan(**kw)
 
 
-def what_changes(p) -> dict:
-    ch = compute(p)
+def what_changes(p, ch) -> dict:
     k, E = int(ch["k"].m), moe.experts(p.model)["E"]
     tps10 = p.tokens_per_second / 10
     crossover = p.tokens_per_second * as_float(ch["n_w"] / ch["n_c"], "")
@@ -543,14 +535,14 @@ def what_changes(p) -> dict:
             "wc-touch-256": pct(float(moe.touched_share(k, E, B)), digits=4), "fig-n72": count(72, "GPU")}
 
 
-def exercises(p) -> dict:
+def exercises(p, ch) -> dict:
     ka = checks()["ka"]
     kimi_ratio = as_float(ka["N_tot"] / ka["N_act"], "")
     ex1 = plan(dense_spec(CLAIM["one_t"] * kimi_ratio, "1T active at Kimi K2's ratio"), p.gpu,
                p.weight_bytes_per_param, p.tokens_per_second, p.mfu, p.n_gpus_ep)
     ex2 = plan(moe_spec(catalog.model("deepseek-v3")), catalog.accelerator("h100-sxm"), p.weight_bytes_per_param,
                p.tokens_per_second, p.mfu, 8)
-    k, E = int(compute(p)["k"].m), moe.experts(p.model)["E"]
+    k, E = int(ch["k"].m), moe.experts(p.model)["E"]
     lo, hi = 1, 1 << 16
     while hi - lo > 1:   # bisection on whole tokens per GPU: rho falls monotonically with the step
         mid = (lo + hi) // 2

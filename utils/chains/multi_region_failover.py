@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from utils import catalog, models
-from utils.chain import Chain
+from utils.chain import Chain, memoised
 from utils.params import Param, ParameterError, Result, Spec
 from utils.serving import autoscale, failover
 from utils.units import fmt, pct, q
@@ -147,7 +147,7 @@ def compute(p) -> Chain:
         ch.given(name, q(rs[key][1]["goodput"], ""), label, kind="derived", source=how)
     ch.given("x_naive", q(rs["naive"][1]["wasted"], ""), "capacity spent on abandoned requests, naive",
              kind="derived", source=how)
-    ch.runs = rs
+    ch.data["runs"] = rs
     return ch
 
 
@@ -157,20 +157,17 @@ QUOTE = ("A candidate who proposes dropping requests during a spike signals a la
          "where paid enterprise traffic bypasses the backlog of free-tier users without losing the state of "
          "the in-flight generation.")
 CLAIM = {prm.name: prm.default for prm in PARAMETERS}
-_CACHE: dict = {}
 
 
+@memoised
 def claim_chain(**changes) -> Chain:
-
-    key = tuple(sorted(changes.items()))
-    if key not in _CACHE:
-        _CACHE[key] = compute(SPEC.check(**{**CLAIM, **changes}))
-    return _CACHE[key]
+    """The chain (and its seeded runs) on the claim's inputs, with `changes`."""
+    return compute(SPEC.check(**{**CLAIM, **changes}))
 
 
 def claims() -> list[Claim]:
     ch = claim_chain()
-    rs = ch.runs
+    rs = ch.data["runs"]
     n, ac = rs["naive"][1], rs["admission"][1]
     queue_loses = n["goodput"] < ac["goodput"] and n["worst_wait"] > CLAIM["client_timeout_s"]
     return [Claim(
@@ -196,7 +193,7 @@ def policies_table(ch) -> str:
              "admission": "full jitter, retry budget, admission control"}
     rows = [f"| {names[k]} | {pct(w['goodput'])} | {fmt(w['amplification'], digits=3)} | {pct(w['wasted'])} | "
             f"{fmt(q(w['worst_wait'], 's'))} | {pct(w['refused'])} | {fmt(r.gave_up)} |"
-            for k, (r, w) in ch.runs.items()]
+            for k, (r, w) in ch.data["runs"].items()]
     return ("| policy | goodput (share of demand) | attempts per request | capacity wasted | worst queue wait | "
             "attempts refused | clients that gave up |\n|---|---|---|---|---|---|---|\n" + "\n".join(rows))
 
@@ -243,9 +240,9 @@ def chain_texts(ch) -> dict:
     return {"c-C": fmt(ch["C"]), "c-L": fmt(ch["L"]), "c-E": fmt(ch["E"]), "c-Rn": fmt(ch["R_n"]),
             "c-R": fmt(ch["R"]), "c-need": fmt(ch["R_need"]), "c-tcap": fmt(ch["t_cap"].to("s")),
             "c-T": fmt(ch["T"]), "c-Mw": fmt(ch["M_w"]), "c-free": pct(ch["s_free"].m),
-            "c-paid": pct(ch["f_p"].m), "c-jit-wait": fmt(q(ch.runs["jitter"][1]["worst_wait"], "s")),
-            "c-naive-wait": fmt(q(ch.runs["naive"][1]["worst_wait"], "s")),
-            "c-amp": fmt(ch.runs["naive"][1]["amplification"], digits=3)}
+            "c-paid": pct(ch["f_p"].m), "c-jit-wait": fmt(q(ch.data["runs"]["jitter"][1]["worst_wait"], "s")),
+            "c-naive-wait": fmt(q(ch.data["runs"]["naive"][1]["worst_wait"], "s")),
+            "c-amp": fmt(ch.data["runs"]["naive"][1]["amplification"], digits=3)}
 
 
 def series(ch, per: int = 10) -> dict:
@@ -254,21 +251,21 @@ def series(ch, per: int = 10) -> dict:
     def mean(x):
         m = len(x) // per * per
         return x[:m].reshape(-1, per).mean(axis=1)
-    return {k: (mean(r.t) - 5.0, mean(r.good), mean(r.offered), mean(r.capacity)) for k, (r, _) in ch.runs.items()}
+    return {k: (mean(r.t) - 5.0, mean(r.good), mean(r.offered), mean(r.capacity)) for k, (r, _) in ch.data["runs"].items()}
 
 
-def what_changes() -> dict:
+def what_changes(p, ch) -> dict:
     a, b, c = claim_chain(client_timeout_s=15.0), claim_chain(regions=3), claim_chain(utilisation=0.5)
-    return {"wc-timeout": fmt(q(15.0, "s")), "wc-timeout-g": pct(a.runs["naive"][1]["goodput"]),
-            "wc-three": pct(b["U_s"].m), "wc-three-g": pct(b.runs["naive"][1]["goodput"]),
-            "wc-half": pct(0.5), "wc-half-u": pct(c["U_s"].m), "wc-half-g": pct(c.runs["naive"][1]["goodput"])}
+    return {"wc-timeout": fmt(q(15.0, "s")), "wc-timeout-g": pct(a.data["runs"]["naive"][1]["goodput"]),
+            "wc-three": pct(b["U_s"].m), "wc-three-g": pct(b.data["runs"]["naive"][1]["goodput"]),
+            "wc-half": pct(0.5), "wc-half-u": pct(c["U_s"].m), "wc-half-g": pct(c.data["runs"]["naive"][1]["goodput"])}
 
 
-def exercises() -> dict:
+def exercises(p, ch) -> dict:
     a = claim_chain(start_s=30.0)
     return {"ex1-n": fmt(4), "ex1-u": pct(failover.n_minus_one_ceiling(4)), "ex1-extra": pct(4 / 3 - 1),
             "ex2-start": fmt(q(30.0, "s")), "ex2-tcap": fmt(a["t_cap"].to("s")),
-            "ex2-g": pct(a.runs["naive"][1]["goodput"]), "ex2-g-ac": pct(a.runs["admission"][1]["goodput"]),
+            "ex2-g": pct(a.data["runs"]["naive"][1]["goodput"]), "ex2-g-ac": pct(a.data["runs"]["admission"][1]["goodput"]),
             "ex3-bytes": fmt(claim_chain()["M_all"]), "ex3-cost": fmt(claim_chain()["D_spare"])}
 
 

@@ -236,9 +236,8 @@ def resolution_curves(sides=None) -> dict:
     return out
 
 
-def what_changes(p) -> dict:
-    base = compute(p)
-    text = text_only(p)
+def what_changes(p, ch) -> dict:
+    base = ch
     half = prefill_chain(**{**_args(p), "height": max(1, p.image_height // 2), "width": max(1, p.image_width // 2)})
     small = catalog.model("llama-3-8b")
     one = prefill_chain(**{**_args(p), "images": 1})
@@ -250,11 +249,12 @@ def what_changes(p) -> dict:
     t_o, lam_c, t = base["t_o"].to("s/token").m, base["lam_c"].to("request/s").m, base["T"].m
     c = m_kv / (kv_t * t_o * lam_c)
     crossover = (-t + math.sqrt(t * t + 4 * c)) / 2
-    return dict(base=base, text=text, half=half, one=one, small=smallm, small_name=small.name,
-                crossover_output=q(crossover, "token"))
+    return {"wc-half-tokens": fmt(half["T_i"]), "wc-half-ttft": fmt(half["t_pre"], digits=2),
+            "wc-small-name": small.name, "wc-small-share": pct(smallm["s_enc"]),
+            "wc-one-share": pct(one["s_enc"]), "crossover-output": fmt(q(crossover, "token"))}
 
 
-def exercises() -> dict:
+def exercises(p, ch) -> dict:
     clip = claim_chain(model="llama-2-7b", encoder="clip-vit-l-336", images=1, gpus=1)
     one = claim_chain(images=1)
     many = claim_chain(images=10)

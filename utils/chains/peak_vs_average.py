@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from utils import catalog, models, roofline
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
 from utils.params import Param, ParameterError, Result, Spec
 from utils.serving import autoscale
 from utils.serving.autoscale import DT_S, breakdown, fleet, gpu_hours, load_curve, steepest_rise
@@ -105,12 +105,12 @@ def peak_chain(peak_to_mean, trough_to_peak, mean_tokens_per_second, replica_tok
     ch.step("H_sv", "H_s - H_a", "GPU*hour", "GPU-hours autoscaling saves per day")
     ch.step("r", "H_sv/H_idle", "", "share of the idle hours it recovers")
     ch.step("D_sv", "H_sv*p", "USD", "money it saves per day, if the saved hours are not paid for")
-    ch.load, ch.R_a, ch.shape = L, R_a, sh
+    ch.data.update(load=L, R_a=R_a, shape=sh)
     return ch
 
 
-def compute(p, **changes) -> Chain:
-    return peak_chain(**{**dict(p), **changes})
+def compute(p) -> Chain:
+    return peak_chain(**p)
 
 
 # --- one replica's capacity and start-up time ------------------------------------------------------
@@ -182,6 +182,7 @@ def claim_chain(**changes) -> Chain:
     return peak_chain(**{**CLAIM, **changes}, source="the claim")
 
 
+@memoised
 def checks() -> dict:
     cc = claim_chain()
     P0 = CLAIM["peak_to_mean"]
@@ -234,14 +235,14 @@ def chain_texts(p, ch) -> dict:
             "p-ds": "$" + fmt(ch["D_s"].to("USD").m), "p-duse": "$" + fmt(ch["D_use"].to("USD").m),
             "p-slope": fmt(ch["S_max"].to("token/s/min").m) + " token/s per minute", "p-dr": fmt(ch["dR"]),
             "p-ha": fmt(ch["H_a"]), "p-dsv": "$" + fmt(ch["D_sv"].to("USD").m),
-            "shape-ratio": f"{p.peak_to_mean:.3g} x", "shape-sine-max": "twice", "shape-b": fmt(ch.shape["b"]),
-            "shape-n": fmt(ch.shape["n"])}
+            "shape-ratio": f"{p.peak_to_mean:.3g} x", "shape-sine-max": "twice", "shape-b": fmt(ch.data["shape"]["b"]),
+            "shape-n": fmt(ch.data["shape"]["n"])}
 
 
 def breakdown_table(p, ch) -> tuple[str, dict]:
     H_s, idle = ch["H_s"].m, ch["H_idle"].m
     R_s = ch["R_s"].m
-    BD = {k: breakdown(ch.load, p.replica_tokens_per_second, p.gpus_per_replica, p.headroom, p.min_replicas, R_s, v)
+    BD = {k: breakdown(ch.data["load"], p.replica_tokens_per_second, p.gpus_per_replica, p.headroom, p.min_replicas, R_s, v)
           for k, v in LT.items()}
     b0 = BD["b"]
     lt = {k: fmt(q(v, "min")) if v >= 1 else fmt(q(v * 60, "s")) for k, v in LT.items()}
@@ -267,7 +268,7 @@ def breakdown_table(p, ch) -> tuple[str, dict]:
 def payment_table(p, ch) -> tuple[str, dict]:
     price = catalog.price("h100-rental")
     p_res, p_od = ch["p"], price["lambda_on_demand"].q
-    H_base = q(ch.R_a.min() * p.gpus_per_replica * 24, "GPU*hour")
+    H_base = q(ch.data["R_a"].min() * p.gpus_per_replica * 24, "GPU*hour")
     cost = {"static fleet, all reserved": ch["H_s"] * p_res, "autoscaled, all on-demand": ch["H_a"] * p_od,
             "reserve the trough, rent the swing on demand": H_base * p_res + (ch["H_a"] - H_base) * p_od}
     usd = lambda x: "$" + fmt(as_float(x, "USD"))   # noqa: E731
@@ -277,14 +278,14 @@ def payment_table(p, ch) -> tuple[str, dict]:
              + "\n".join(f"| {k} | {usd(v)} |" for k, v in cost.items()))
     return table, {"pay-od": "$" + fmt(as_float(p_od, "USD/GPU/hour")), "pay-res": "$" + fmt(as_float(p_res, "USD/GPU/hour")),
                    "pay-breakeven": "$" + fmt(as_float(p_res * ch["H_s"] / ch["H_a"], "USD/GPU/hour")),
-                   "pay-base": fmt(ch.R_a.min()), "pay-best": best,
+                   "pay-base": fmt(ch.data["R_a"].min()), "pay-best": best,
                    "pay-mixed": usd(cost["reserve the trough, rent the swing on demand"]),
                    "pay-static": usd(cost["static fleet, all reserved"])}
 
 
 def trough_texts(p, ch) -> dict:
     """What the trough leaves free on the static fleet, and the longest stretch with half of it free."""
-    free = (ch["R_s"].m - ch.R_a) * p.gpus_per_replica
+    free = (ch["R_s"].m - ch.data["R_a"]) * p.gpus_per_replica
     half = ch["R_s"].m * p.gpus_per_replica / 2
     run_len, run_free = autoscale.longest_window(free >= half, free)
     p_res = as_float(ch["p"], "USD/GPU/hour")
@@ -296,13 +297,14 @@ def trough_texts(p, ch) -> dict:
 def recovered_curves(p, ch, taus) -> dict[str, np.ndarray]:
     """Share of the idle hours recovered against the start-up time, scheduled and reactive."""
     H_s, idle = ch["H_s"].m, ch["H_idle"].m
-    b = [breakdown(ch.load, p.replica_tokens_per_second, p.gpus_per_replica, p.headroom, p.min_replicas,
+    b = [breakdown(ch.data["load"], p.replica_tokens_per_second, p.gpus_per_replica, p.headroom, p.min_replicas,
                    ch["R_s"].m, t) for t in taus]
     return {"scheduled (forecast the day)": np.array([(H_s - x["sched"]) / idle for x in b]),
             "reactive (no forecast)": np.array([(H_s - x["react"]) / idle for x in b])}
 
 
-def sensitivities() -> dict:
+def what_changes(p, ch) -> dict:
+    """The peak, the trough and the headroom, on the claim's inputs (so the prose reads the same)."""
     cc = claim_chain()
     wc = {"2": claim_chain(peak_to_mean=2.0), "5": claim_chain(peak_to_mean=5.0, trough_to_peak=min(0.1, 0.9 / 5)),
           "0h": claim_chain(headroom=0.0)}
@@ -310,10 +312,10 @@ def sensitivities() -> dict:
             "wc-r5": pct(wc["5"]["r"]), "wc-r3": pct(cc["r"]), "wc-r0": pct(wc["0h"]["r"]), "wc-u0h": pct(wc["0h"]["u"])}
 
 
-def exercises() -> dict:
+def exercises(p, ch) -> dict:
     ex1 = claim_chain(peak_to_mean=1.8, trough_to_peak=0.2)
     cc = claim_chain()
-    Lc = cc.load
+    Lc = cc.data["load"]
 
     def share(scaler):
         def f(tau):
@@ -328,10 +330,10 @@ def exercises() -> dict:
         out[key] = ("beyond half a day (it never falls below half)" if t is None else
                     fmt(q(t, "min").to("hour") if t > 120 else q(t, "min"), digits=2))
     ex3 = claim_chain(trough_to_peak=0.0, min_replicas=1, load_minutes=LT["c"])
-    lo = ex3.R_a.min()
+    lo = ex3.data["R_a"].min()
     out.update({"lt-c-2": fmt(q(LT["c"], "min")), "lt-c-3": fmt(q(LT["c"], "min")),
                 "ex3-min": fmt(lo) + " replica" + ("" if lo == 1 else "s"),
-                "ex3-hours": fmt(q((ex3.R_a == lo).mean() * 24, "hour"), digits=2), "ex3-saved": fmt(ex3["H_sv"]),
+                "ex3-hours": fmt(q((ex3.data["R_a"] == lo).mean() * 24, "hour"), digits=2), "ex3-saved": fmt(ex3["H_sv"]),
                 "ex3-share": pct(ex3["r"])})
     return out
 

@@ -226,23 +226,24 @@ def _with(p, **changes):
     return SimpleNamespace(**{**{x.name: getattr(p, x.name) for x in PARAMETERS}, **changes})
 
 
-def what_changes(p) -> dict:
-    base = compute(p)
+def what_changes(p, ch) -> dict:
+    base = ch
+    contract = catalog.price("h100-rental")["contract_1y"].q
     hi_ch = compute(_with(p, abusive_answer_tokens=2 * p.abusive_answer_tokens))
-    cheap_ch = compute(_with(p, rent_usd_per_gpu_hour=2.35))     # catalog: h100-rental.contract_1y
+    cheap_ch = compute(_with(p, rent_usd_per_gpu_hour=contract.to("USD/GPU/hour").m))
     return {"wc-total": fmt(base["V_all"]), "wc-abuse-2x": f"{2 * p.abusive_answer_tokens:,}",
-            "wc-total-abuse-2x": fmt(hi_ch["V_all"]), "wc-rent": fmt(q(2.35, "USD/GPU/hour")),
+            "wc-total-abuse-2x": fmt(hi_ch["V_all"]), "wc-rent": fmt(contract),
             "wc-total-rent": fmt(cheap_ch["V_all"]), "wc-ws": fmt(base["M_ws"]), "wc-sse": fmt(base["M_sse"])}
 
 
-def exercises(p) -> dict:
+def exercises(p, ch) -> dict:
     b = bucket_day(p.user_burst, p.user_per_hour)
     kv = kv_bytes_per_token(catalog.model("llama-3-70b"), 2)
     return {"ex1-burst": f"{p.user_burst:,}", "ex1-rate": f"{fmt(p.user_per_hour)} an hour",
             "ex1-max": f"{b['admitted']:,}",
-            "ex2-tabs": fmt(p.open_sessions, style="plain"), "ex2-ws": fmt(compute(p)["M_ws"]),
+            "ex2-tabs": fmt(p.open_sessions, style="plain"), "ex2-ws": fmt(ch["M_ws"]),
             "ex3-tokens": f"{p.history_tokens:,}", "ex3-kv": fmt((kv * q(p.history_tokens, "token")).to("GiB")),
-            "ex3-txt": fmt(compute(p)["s_txt"])}
+            "ex3-txt": fmt(ch["s_txt"])}
 
 
 SPEC = Spec("playground-abuse", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)

@@ -8,12 +8,10 @@ multi-turn trace in utils.serving.prefix_cache.
 """
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 
 from utils import catalog, models, serving
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
 from utils.params import Param, ParameterError, Result, Spec
 from utils.serving.prefix_cache import BlockHashCache, ExactPromptCache, RadixCache, block_hashes, multi_turn_trace, simulate
 from utils.units import fmt, pct, q
@@ -131,9 +129,9 @@ def caches_on_trace(p, tr) -> dict:
 def compute(p) -> Chain:
     """The chain, then the radix tree's hit rate on the synthetic trace (row h_tr)."""
     ch = chain_of(p)
-    ch.trace = trace(p.prefix_tokens)
-    ch.sim = caches_on_trace(p, ch.trace)
-    ch.given("h_tr", ch.sim["radix tree"]["hit_rate"], "radix-tree hit rate on the synthetic trace", kind="derived",
+    ch.data["trace"] = trace(p.prefix_tokens)
+    ch.data["sim"] = caches_on_trace(p, ch.data["trace"])
+    ch.given("h_tr", ch.data["sim"]["radix tree"]["hit_rate"], "radix-tree hit rate on the synthetic trace", kind="derived",
              source="utils.serving.prefix_cache.simulate, a simulation")
     return ch
 
@@ -169,7 +167,7 @@ def chained_key_table(d: dict) -> str:
             "(low 16 bits of each hash shown)")
 
 
-@lru_cache(maxsize=1)
+@memoised
 def symbols() -> tuple:
     """S u a T t C (sympy imported only for the closed forms)."""
     import sympy as sp
@@ -235,11 +233,12 @@ def branching_demo() -> dict:
 
 # --- the trace: capacity, per turn ----------------------------------------------------------------
 def trace_texts(ch, p) -> dict:
-    sim = ch.sim
+    sim = ch.data["sim"]
     radix, block = sim["radix tree"], sim[f"block hash, B = {p.block_tokens}"]
     return {"tr-prompt": fmt(q(radix["prompt_tokens"], "token")), "tr-prefilled": fmt(q(radix["prefilled_tokens"], "token")),
             "tr-saved": fmt(q(radix["matched_tokens"], "token")), "tr-block-hit": pct(block["hit_rate"]),
-            "tr-flat-hit": pct(sim["flat table (whole prompt), unbounded"]["hit_rate"]), "tr-requests": fmt(len(ch.trace)),
+            "tr-flat-hit": pct(sim["flat table (whole prompt), unbounded"]["hit_rate"]),
+            "tr-requests": fmt(len(ch.data["trace"])),
             "tr-convs": fmt(TRACE["n_conversations"]), "tr-turns": fmt(TRACE["turns"]),
             "tr-system": fmt(q(p.prefix_tokens, "token")), "tr-u-lo": fmt(TRACE["user_tokens"][0]),
             "tr-u-hi": fmt(q(TRACE["user_tokens"][1], "token")), "tr-a-lo": fmt(TRACE["reply_tokens"][0]),
@@ -250,12 +249,12 @@ def trace_texts(ch, p) -> dict:
 def trace_table(ch) -> str:
     return ("| cache (simulation) | prompt tokens | served from cache | prefilled | hit rate |\n|---|---|---|---|---|\n"
             + "\n".join(f"| {k} | {fmt(v['prompt_tokens'])} | {fmt(v['matched_tokens'])} | "
-                        f"{fmt(v['prefilled_tokens'])} | {pct(v['hit_rate'])} |" for k, v in ch.sim.items()))
+                        f"{fmt(v['prefilled_tokens'])} | {pct(v['hit_rate'])} |" for k, v in ch.data["sim"].items()))
 
 
 def capacity_figure(ch, p) -> dict:
     """Hit rate against capacity for both caches, and prompt and prefilled tokens by turn."""
-    tr, B = ch.trace, p.block_tokens
+    tr, B = ch.data["trace"], p.block_tokens
     capacities = sorted({int(round(c / B)) * B for c in np.geomspace(4096, 262144, 6)} | {int(p.cache_capacity_tokens)})
     sweep = {name: [simulate(make(c), tr)["hit_rate"] for c in capacities]
              for name, make in (("radix tree", RadixCache), (f"block hash, B = {B}", lambda c: BlockHashCache(B, c)))}
@@ -270,7 +269,7 @@ def capacity_figure(ch, p) -> dict:
         counts[r.turn] += 1
     return dict(capacities=capacities, sweep=sweep, unbounded=unbounded, stored=unbounded_cache.size_tokens,
                 turns=np.arange(1, TRACE["turns"] + 1), prompt=per_turn / counts, prefilled=per_turn_pf / counts,
-                flat=ch.sim["flat table (whole prompt), unbounded"]["hit_rate"])
+                flat=ch.data["sim"]["flat table (whole prompt), unbounded"]["hit_rate"])
 
 
 def capacity_texts(d: dict, p) -> dict:
@@ -289,8 +288,8 @@ QUOTE = ("The same 2,000 tokens are prefilled a thousand times an hour. Caching 
 SUFFIX, REPLY = 64, 128     # the claim's simulation: a distinct user message and reply per request
 
 
+@memoised
 def checks() -> dict:
-
     p = SPEC.check(**CLAIM)
     cc = chain_of(p, source="the claim (model, GPU and MFU: this page's reading)")
     P_c, R_c, B_c = CLAIM["prefix_tokens"], int(CLAIM["requests_per_hour"]), CLAIM["block_tokens"]
@@ -305,7 +304,8 @@ def checks() -> dict:
     for i, (pr, c) in enumerate(reqs):
         churned += churn.serve(pr, c)[1] - SUFFIX
         churn.serve(_seq(4 * 10**7 + i * cap, cap))
-    published = as_float(p.model.q("params_total"), "parameter")
+    # the published count: the claim's model is a catalog key (a reader's config.json publishes none)
+    published = as_float(catalog.model(CLAIM["model"]).q("params_total"), "parameter")
     route2 = 2 * published * P_c
     attn = as_float(cc["F"] - cc["f"] * cc["N"] * cc["P"], "FLOP") / as_float(cc["F"], "FLOP")
     S, u_, a_, T, _, C = symbols()
@@ -365,7 +365,7 @@ def check_texts(ck: dict) -> dict:
             "mt-check-prefilled": fmt(q(ck["fixed_sim"]["prefilled_tokens"], "token"))}
 
 
-def what_changes(ch, p) -> dict:
+def what_changes(p, ch) -> dict:
     lo = prefix_chain(p.prefix_tokens, 10.0, p.model, p.gpu, p.mfu, p.kv_bytes_per_element, p.block_tokens)
     long_p = int(p.model.q("max_context").m) - 192
     long = prefix_chain(long_p, p.requests_per_hour, p.model, p.gpu, p.mfu, p.kv_bytes_per_element, p.block_tokens)
@@ -374,12 +374,12 @@ def what_changes(ch, p) -> dict:
     return {"wc-rate-lo": f"{fmt(10.0)} requests an hour", "wc-rho-lo": fmt(as_float(lo["rho"]), digits=2),
             "wc-long": fmt(q(long_p, "token")), "wc-long-gpu-s": fmt(long["G"]), "wc-long-attn": pct(long_attn),
             "wc-b-big": fmt(q(big, "token")), "wc-b-small": fmt(q(small, "token")),
-            "wc-b-big-hit": pct(simulate(BlockHashCache(big, p.cache_capacity_tokens), ch.trace)["hit_rate"]),
-            "wc-b-small-hit": pct(simulate(BlockHashCache(small, p.cache_capacity_tokens), ch.trace)["hit_rate"])}
+            "wc-b-big-hit": pct(simulate(BlockHashCache(big, p.cache_capacity_tokens), ch.data["trace"])["hit_rate"]),
+            "wc-b-small-hit": pct(simulate(BlockHashCache(small, p.cache_capacity_tokens), ch.data["trace"])["hit_rate"])}
 
 
-def exercises(ck: dict) -> dict:
-    cc = ck["chain"]
+def exercises(p, ch) -> dict:
+    cc = checks()["chain"]          # the exercises are set on the claim's inputs
     ex1 = prefix_chain(8000, 20000.0, catalog.model("llama-3-8b"), catalog.accelerator("h100-sxm"), CLAIM["mfu"],
                        CLAIM["kv_bytes_per_element"], CLAIM["block_tokens"])
     S, u_, a_, T, _, _ = symbols()

@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from utils import catalog, models, serving
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
+from utils.chains import latency_slos_goodput as lsg
 from utils.params import Param, ParameterError, Result, Spec
 from utils.roofline import Chip, time_floor
 from utils.units import fmt, pct, q, short
@@ -40,7 +41,7 @@ MFU_ENC_SOURCE = ("this book's assumption: below the answer model's, since a 102
 SLO_SOURCE = ("MLPerf Inference loadgen/mlperf.conf: llama2-70b-interactive.Server.ttft_latency = 450 and "
               "tpot_latency = 40 (ms), mlcommons/inference at commit 001712e9, https://github.com/mlcommons/"
               "inference/blob/001712e9daf80386e0dda43f97b8f36981d792c4/loadgen/mlperf.conf, read 2026-11-29")
-MLPERF_INTERACTIVE = dict(ttft_s=0.45, tpot_s=0.04)      # from SLO_SOURCE
+MLPERF_INTERACTIVE = dict(zip(("ttft_s", "tpot_s"), lsg.MLPERF["interactive"]))      # the catalog's, as SLO_SOURCE cites
 E2E_SOURCE = ("J. Nielsen, Response Times: The 3 Important Limits (from Usability Engineering, 1993): one second "
               "is about the limit for the user's flow of thought to stay uninterrupted, https://www.nngroup.com/"
               f"articles/response-times-3-important-limits/, {READ}")
@@ -305,38 +306,37 @@ def llm_chain(qps, model, gpu, gpus_per_node, passages, passage_tokens, question
     return ch
 
 
-class Fleet(dict):
-    """The three chains (enc, idx, llm) and every headline result, by symbol."""
-
-    def __init__(self, enc, idx, llm):
-        super().__init__({**{k: enc[k] for k in ("G_emb", "G_rr", "G_rr0")},
-                          **{k: idx[k] for k in ("B_idx", "H_n")}, **{k: llm[k] for k in ("N_0", "N_h", "X_d", "s_pf")}})
-        self.enc, self.idx, self.llm = enc, idx, llm
+# The headline results of the encoder and index chains, read through the answer model's chain.
+ENC_RESULTS, IDX_RESULTS = ("G_emb", "G_rr", "G_rr0"), ("B_idx", "H_n")
 
 
-def rag(p, source: str = "parameters cell") -> Fleet:
-    """The three chains for checked inputs p."""
-    return Fleet(encoder_chain(p.qps, p.gpu, p.question_tokens, p.passage_tokens, p.rerank_candidates,
-                               p.cache_hit_rate, p.mfu_encoder, source=source),
-                 index_chain(p.qps, p.cache_hit_rate, p.corpus_passages, p.embedding_dim, p.embedding_bytes,
-                             p.index_host_gb, p.shard_qps, source=source),
-                 llm_chain(p.qps, p.model, p.gpu, p.gpus_per_node, p.passages, p.passage_tokens, p.question_tokens,
-                           p.answer_tokens, p.mfu_prefill, p.cache_hit_rate, p.tpot_s, source=source))
+def rag(p, source: str = "parameters cell") -> Chain:
+    """The three chains for checked inputs p: the answer model's, holding the encoder's and the index's chains
+    (data["enc"], data["idx"]) and their headline results, so one Chain indexes every result."""
+    enc = encoder_chain(p.qps, p.gpu, p.question_tokens, p.passage_tokens, p.rerank_candidates, p.cache_hit_rate,
+                        p.mfu_encoder, source=source)
+    idx = index_chain(p.qps, p.cache_hit_rate, p.corpus_passages, p.embedding_dim, p.embedding_bytes,
+                      p.index_host_gb, p.shard_qps, source=source)
+    ch = llm_chain(p.qps, p.model, p.gpu, p.gpus_per_node, p.passages, p.passage_tokens, p.question_tokens,
+                   p.answer_tokens, p.mfu_prefill, p.cache_hit_rate, p.tpot_s, source=source)
+    for names, part in ((ENC_RESULTS, enc), (IDX_RESULTS, idx)):
+        for name in names:
+            ch.value(name, part[name])
+    ch.data.update(enc=enc, idx=idx)
+    return ch
 
 
-def compute(p) -> Fleet:
+def compute(p) -> Chain:
     return rag(p)
 
 
 def inputs(**changes):
     """The claim's reading with changes, checked."""
-
     return SPEC.check(**{**CLAIM, **changes})
 
 
 def variant(p, **changes):
-    """The reader's parameters with changes: a Fleet, or the one-line reason it cannot be built."""
-
+    """The reader's parameters with changes: the chains, or the one-line reason they cannot be built."""
     raw = {name: (v.key if hasattr(v, "key") else v) for name, v in p.items()}
     try:
         return rag(SPEC.check(**{**raw, **changes}), source="variant")
@@ -354,8 +354,8 @@ def bound(ch) -> str:
     return "compute" if ch["B"] * ch["t_f"] >= ch["t_w"] + ch["B"] * ch["t_kv"] else "bandwidth"
 
 
-def chain_texts(f: Fleet, p) -> dict:
-    enc, idx, ch = f.enc, f.idx, f.llm
+def chain_texts(f: Chain, p) -> dict:
+    enc, idx, ch = f.data["enc"], f.data["idx"], f
     hkv_same = p.cache_hit_rate * nodes_f(ch) / as_float(ch["N_kv"], "node")   # passage hits for the same tier
     n_gpus = as_float(ch["N_0"], "node") * p.gpus_per_node
     return {"intro-qps": f"{fmt(p.qps)} queries a second", "intro-model": p.model.name,
@@ -387,15 +387,15 @@ def enc_floor(e, flops_at_mfu, gpu) -> float:
     return max(as_float(flops_at_mfu, "s"), as_float(weights / gpu.q("hbm_bandwidth"), "s"))
 
 
-def floors(f: Fleet, gpu) -> dict:
+def floors(f: Chain, gpu) -> dict:
     """Each stage's time without queueing (seconds): its work on one GPU (encoders) or one node."""
-    e, c = f.enc, f.llm
+    e, c = f.data["enc"], f
     return {"gateway and network": None, "embed the question": enc_floor(e, e["t_emb"], gpu),
             "ANN search (fan-out to every shard)": None, "rerank the candidates": enc_floor(e, e["t_rr"], gpu),
             "answer model: time to first token": as_float(c["t_pf"] + c["t_s"], "s"), "reserve (retries, tail)": None}
 
 
-def budget_table(f: Fleet, gpu) -> str:
+def budget_table(f: Chain, gpu) -> str:
     rows, fl = [], floors(f, gpu)
     for stage, b in BUDGET_S.items():
         rows.append(f"| {stage} | {fmt(q(b, 's').to('ms'))} | "
@@ -434,12 +434,13 @@ def step_time(ch, B: int, gpu) -> float:
     return as_float(time_floor(flops, bytes_, chip)[0], "s")
 
 
+@memoised
 def checks() -> dict:
     """The check section's numbers on the claim's reading."""
     import sympy as sp
     p = inputs()
     cf = rag(p, source="the claim's reading")
-    cc = cf.llm
+    cc = cf
     lo, hi = CLAIMED["llm_nodes_low"], CLAIMED["llm_nodes_high"]
     h_s, N_s, N_lo = sp.symbols("h N N_lo", positive=True)
     h_closed = sp.solve(sp.Eq((1 - h_s) * N_s, N_lo), h_s)[0]
@@ -457,9 +458,9 @@ def checks() -> dict:
     hkv = sp.symbols("h_kv", positive=True)
     hkv_60 = float(sp.solve(sp.Eq(base - hkv * as_float(cc["N_kv"], "node"), lo), hkv)[0])
     kv_passage = cc["rho"] * cc["kappa"] * cc["p_t"]
-    kv_over_idx = as_float(kv_passage / (cf.idx["B_idx"] / cf.idx["V"]), "")
+    kv_over_idx = as_float(kv_passage / (cf.data["idx"]["B_idx"] / cf.data["idx"]["V"]), "")
     overlap = float(np.ceil(max(as_float(cc["N_pf"], "node"), as_float(cc["N_dc"], "node"))))
-    five = rag(inputs(passages=5), source="variant").llm
+    five = rag(inputs(passages=5), source="variant")
     # The claim's ratio at a published hit rate: the top of the semantic-cache range on the claim's own 200.
     at_published = (1 - SEMANTIC_HITS[1]) * hi
     return dict(fleet=cf, chain=cc, lo=lo, hi=hi, h_closed=h_closed, h_60=h_60, h_ratio=h_ratio, B=B, X2=X2,
@@ -516,7 +517,7 @@ def check_texts(ck: dict) -> dict:
             "check-kv-passage": fmt(ck["kv_passage"], "MB"), "check-kv-over-idx": fmt(round(ck["kv_over_idx"], -3)),
             "check-corpus": short(CLAIM["corpus_passages"]), "check-five-n0": fmt(five["N_0"]),
             "check-five-nh": fmt(five["N_h"]), "check-h-closed": "$h = " + sp.latex(ck["h_closed"]) + "$",
-            "check-index-passage": fmt(cf.idx["B_idx"] / cf.idx["V"], "kB")}
+            "check-index-passage": fmt(cf.data["idx"]["B_idx"] / cf.data["idx"]["V"], "kB")}
 
 
 def readings_table(ck: dict) -> str:
@@ -534,22 +535,22 @@ def readings_table(ck: dict) -> str:
 
 
 # --- figure, variants, exercises ------------------------------------------------------------------
-def figure_data(f: Fleet, p) -> dict:
+def figure_data(f: Chain, p) -> dict:
     hs = np.linspace(0, 1.0, 201)
-    shapes = [("the parameters", f.llm)]
+    shapes = [("the parameters", f)]
     if p.passages != 5:
         five = variant(p, passages=5)
         if not isinstance(five, str):
-            shapes.append(("five passages", five.llm))
+            shapes.append(("five passages", five))
     curves = [(label, nodes_f(ch, h=hs), nodes_f(ch, h_kv=hs)) for label, ch in shapes]
     gpn = p.gpus_per_node
-    return dict(hs=hs, curves=curves, point=(p.cache_hit_rate, nodes_f(f.llm, h=p.cache_hit_rate)),
-                kv_min=nodes_f(f.llm, h_kv=1.0), claimed=(CLAIMED["llm_nodes_high"], CLAIMED["llm_nodes_low"]),
+    return dict(hs=hs, curves=curves, point=(p.cache_hit_rate, nodes_f(f, h=p.cache_hit_rate)),
+                kv_min=nodes_f(f, h_kv=1.0), claimed=(CLAIMED["llm_nodes_high"], CLAIMED["llm_nodes_low"]),
                 published=SEMANTIC_HITS, labels=["embedder", "reranker", "answer model"],
-                no_cache=[as_float(f.enc["G_emb"], "GPU"), as_float(f.enc["G_rr0"], "GPU"),
-                          as_float(f.llm["N_0"], "node") * gpn],
-                with_cache=[as_float(f.enc["G_emb"], "GPU"), as_float(f.enc["G_rr"], "GPU"),
-                            as_float(f.llm["N_h"], "node") * gpn])
+                no_cache=[as_float(f.data["enc"]["G_emb"], "GPU"), as_float(f.data["enc"]["G_rr0"], "GPU"),
+                          as_float(f["N_0"], "node") * gpn],
+                with_cache=[as_float(f.data["enc"]["G_emb"], "GPU"), as_float(f.data["enc"]["G_rr"], "GPU"),
+                            as_float(f["N_h"], "node") * gpn])
 
 
 def variants_table(p) -> str:
@@ -564,34 +565,36 @@ def variants_table(p) -> str:
     for label, chg in cases:
         f = variant(p, **chg)
         rows.append(f"| {label} | {f} | | | |" if isinstance(f, str) else
-                    f"| {label} | {fmt(f.llm['N_0'])} | {fmt(f.llm['N_h'])} | {fmt(f.enc['G_rr0'])} | {fmt(f.enc['G_emb'])} |")
+                    f"| {label} | {fmt(f['N_0'])} | {fmt(f['N_h'])} | {fmt(f['G_rr0'])} | {fmt(f['G_emb'])} |")
     return ("| change | nodes, no cache | nodes, answer cache | reranker GPUs, no cache | embedder GPUs |\n"
             "|---|---|---|---|---|\n" + "\n".join(rows))
 
 
-def what_changes(ck: dict) -> dict:
+def what_changes(p, ch) -> dict:
     """The prose's variants, on the claim's reading."""
+    ck = checks()
     cc, cf = ck["chain"], ck["fleet"]
 
     def cv(**changes):
         return rag(inputs(**changes), source="variant")
-    five, long = cv(passages=5).llm, cv(passage_tokens=2 * CLAIM["passage_tokens"]).llm
-    mfu, half = cv(mfu_prefill=0.8 * CLAIM["mfu_prefill"]).llm, cv(cache_hit_rate=CLAIM["cache_hit_rate"] / 2).llm
-    b200, rr = cv(gpu="b200").llm, cv(rerank_candidates=2 * CLAIM["rerank_candidates"]).enc
+    five, long = cv(passages=5), cv(passage_tokens=2 * CLAIM["passage_tokens"])
+    mfu, half = cv(mfu_prefill=0.8 * CLAIM["mfu_prefill"]), cv(cache_hit_rate=CLAIM["cache_hit_rate"] / 2)
+    b200, rr = cv(gpu="b200"), cv(rerank_candidates=2 * CLAIM["rerank_candidates"]).data["enc"]
     return {"wc-n0": fmt(cc["N_0"]), "wc-five": fmt(five["N_0"]), "wc-long-tokens": fmt(q(2 * CLAIM["passage_tokens"], "token")),
             "wc-long": fmt(long["N_0"]), "wc-per-passage": fmt(q(as_float(five["N_0"] - cc["N_0"], "node") / 2, "node")),
             "wc-point": fmt(q(0.01 * nodes_f(cc), "node")), "wc-mfu": pct(0.8 * CLAIM["mfu_prefill"]),
             "wc-mfu-n": fmt(mfu["N_0"]), "wc-half-h": pct(CLAIM["cache_hit_rate"] / 2), "wc-half": fmt(half["N_h"]),
             "wc-b200": fmt(b200["N_0"]), "wc-b200-h": fmt(b200["N_h"]), "wc-rr": fmt(rr["G_rr0"]),
-            "wc-rr0": fmt(cf.enc["G_rr0"]), "wc-rr-cand": fmt(2 * CLAIM["rerank_candidates"])}
+            "wc-rr0": fmt(cf.data["enc"]["G_rr0"]), "wc-rr-cand": fmt(2 * CLAIM["rerank_candidates"])}
 
 
-def exercises(ck: dict) -> dict:
-    """Worked answers, glued into hidden dropdowns."""
+def exercises(p, ch) -> dict:
+    """Worked answers, glued into hidden dropdowns (on the claim's reading, like the check)."""
     import sympy as sp
-    cc, ce, lo, hi = ck["chain"], ck["fleet"].enc, ck["lo"], ck["hi"]
+    ck = checks()
+    cc, ce, lo, hi = ck["chain"], ck["fleet"].data["enc"], ck["lo"], ck["hi"]
     h_s, N_s, N_lo = sp.symbols("h N N_lo", positive=True)
-    ex1 = rag(inputs(passages=5, passage_tokens=256, answer_tokens=256), source="variant").llm
+    ex1 = rag(inputs(passages=5, passage_tokens=256, answer_tokens=256), source="variant")
     h_ex1 = float(ck["h_closed"].subs({N_s: nodes_f(ex1), N_lo: hi}))
     h_ex1_60 = float(ck["h_closed"].subs({N_s: nodes_f(ex1), N_lo: lo}))
     assert h_ex1_60 > 0.85

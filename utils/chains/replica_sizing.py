@@ -14,7 +14,8 @@ import math
 import numpy as np
 
 from utils import catalog, models, roofline, serving
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
+from utils.chains.kv_cache_caps_users import MLPERF_TPOT, RATE_SOURCE  # the catalog's MLPerf limits
 from utils.params import Param, ParameterError, Result, Spec
 from utils.serving import per_user_text as per_user
 from utils.serving import users_text as ucount
@@ -70,11 +71,6 @@ RESULTS = (
            digits=2),
 )
 
-RATE_SOURCE = ("this book's assumption, inside MLPerf Inference's Llama-2-70B limits on time per output "
-               "token: 200 ms (server) and 40 ms (interactive), mlcommons/inference loadgen/mlperf.conf, "
-               "https://github.com/mlcommons/inference/blob/001712e9daf80386e0dda43f97b8f36981d792c4/"
-               "loadgen/mlperf.conf, read 2026-11-29")
-MLPERF_TPOT = {"server": q(200, "ms"), "interactive": q(40, "ms")}   # llama2-70b, from RATE_SOURCE
 MIX_SOURCE = ("this book's assumption: a chat turn of about a page of new input and half a page of reply, "
               "earlier turns held in the prefix cache")
 CONTEXT_SOURCE = "this book's assumption: the context each user's session holds, sized at its full length"
@@ -306,6 +302,7 @@ def largest_batch(ch, chip, overlapped=False) -> int:
     return B
 
 
+@memoised
 def _checked() -> dict:
     cc = claim_chain()
     chip = roofline.chip(CLAIM["gpu"])
@@ -349,6 +346,7 @@ def claims() -> list[Claim]:
                f"constraints are needed; {fmt(cc['R'])} replicas cover the users with the headroom and one fewer would not.")]
 
 
+@memoised
 def checks() -> dict:
     import sympy as sp
     k = _checked()
@@ -428,8 +426,8 @@ def variants(p) -> str:
     def variant(**changes):
         args = {**dict(p), **changes}
         try:
-            return sizing_chain(*(args[a] if a not in ("model", "gpu") or not isinstance(args[a], str)
-                                  else (catalog.model if a == "model" else catalog.accelerator)(args[a]) for a in ARGS),
+            look_up = {"model": catalog.model, "gpu": catalog.accelerator}
+            return sizing_chain(*(look_up[a](args[a]) if a in look_up else args[a] for a in ARGS),
                                 source="this page's variant")
         except ParameterError as e:
             return str(e)
@@ -461,7 +459,7 @@ def _verdict(c) -> str:
     return f"{binds(c)} binds"
 
 
-def what_changes() -> dict:
+def what_changes(p, ch) -> dict:
     cc = claim_chain()
     long_c = claim_chain(context_tokens=8 * CLAIM["context"])
     inter_c = claim_chain(tokens_per_second_per_user=as_float(q(1, "token") / MLPERF_TPOT["interactive"], "token/s"))
@@ -487,7 +485,7 @@ def what_changes() -> dict:
     return dict(facts=facts, glue=glue)
 
 
-def exercises() -> dict:
+def exercises(p, ch) -> dict:
     ex1 = claim_chain(users=2000)
     ex2 = claim_chain(model="llama-3-8b", gpus_per_replica=1)
     spare = int(as_float(ex2["N_n"], "node")) * CLAIM["gpus_per_node"] - int(ex2["R"].m)

@@ -12,13 +12,12 @@ and bills only the busy ones: the margin.
 """
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
 
 from utils import catalog, models, serving
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
 from utils.params import Param, ParameterError, Result, Spec
 from utils.serving import cold_start as cs
 from utils.serving import warm_pool as wp
@@ -155,8 +154,9 @@ def chain(p, *, source="parameters cell") -> Chain:
     m, acc = p.model, p.gpu
     ch = Chain(f"{m.name} on one {acc.name}: image pull to first token, and the warm pool")
     # --- the image: compressed layers from the registry, pulled and unpacked
-    ch.given("B_i", q(p.image_gb, "GB"), "container image", kind="assumption", source=SOURCES["image"])
-    ch.given("r_reg", q(p.registry_rate, "GB/s"), "pull and unpack rate", kind="assumption", source=SOURCES["registry"])
+    ch.given("B_i", q(p.image_gb, "GB"), "container image", kind="assumption", source=SPEC.source(p, "image_gb"))
+    ch.given("r_reg", q(p.registry_rate, "GB/s"), "pull and unpack rate", kind="assumption",
+             source=SPEC.source(p, "registry_rate"))
     ch.step("t_img", "B_i/r_reg", "s", "image pull")
     # --- the weights: from where they sit, through the host-to-GPU link
     ch.given("N_s", models.param_count(m)["total"], "weights stored", kind="derived", source=serving.MODELS_SOURCE)
@@ -164,20 +164,21 @@ def chain(p, *, source="parameters cell") -> Chain:
     ch.step("M_w", "N_s*b_w", "GB", "weights, one copy")
     ch.given("r_pcie", catalog.interconnect("pcie5-x16")["bandwidth_unidirectional"], "PCIe 5.0 x16, one direction")
     ch.given("e_h", p.host_copy_share, "share of the link a host-to-GPU copy reaches", kind="assumption",
-             source=SOURCES["copy_share"])
+             source=SPEC.source(p, "host_copy_share"))
     ch.step("r_h", "e_h*r_pcie", "GB/s", "host-to-GPU copy rate")
     if p.weights_from == "page-cache":
         ch.step("r_src", "r_h", "GB/s", "source rate: the weights already sit in host memory")
     else:
         name = WEIGHT_RATE[p.weights_from]
         ch.given("r_src", q(p[name], "GB/s"), f"{p.weights_from} read rate", kind="assumption",
-                 source=SOURCES["object_store" if name == "object_store_rate" else "nvme"])
+                 source=SPEC.source(p, name))
     ch.step("r_w", "Min(r_src, r_h)", "GB/s", "weights load rate: the slower of source and link")
     ch.step("t_w", "M_w/r_w", "s", "weights to GPU")
     # --- the process: context, compilation, graphs, then the first request's prefill
-    ch.given("t_ctx", q(p.cuda_init_s, "s"), "CUDA context and libraries", kind="assumption", source=SOURCES["cuda_init"])
-    ch.given("t_comp", q(p.compile_s, "s"), "torch.compile (cache reused)", kind="measured", source=SOURCES["compile"])
-    ch.given("t_g", q(p.graph_capture_s, "s"), "CUDA graph capture", kind="measured", source=SOURCES["graph"])
+    ch.given("t_ctx", q(p.cuda_init_s, "s"), "CUDA context and libraries", kind="assumption",
+             source=SPEC.source(p, "cuda_init_s"))
+    ch.given("t_comp", q(p.compile_s, "s"), "torch.compile (cache reused)", kind="measured", source=SPEC.source(p, "compile_s"))
+    ch.given("t_g", q(p.graph_capture_s, "s"), "CUDA graph capture", kind="measured", source=SPEC.source(p, "graph_capture_s"))
     ch.given("N_a", models.param_count(m)["active"], "weights multiplied per token", kind="derived",
              source=serving.MODELS_SOURCE)
     ch.given("p", q(p.prompt_tokens, "token"), "first prompt", kind="assumption", source=source)
@@ -187,14 +188,14 @@ def chain(p, *, source="parameters cell") -> Chain:
     ch.step("T_c", "t_img + t_ctx + t_w + t_comp + t_g + t_p", "s", "cold start, image pull to first token")
     # --- the snapshot: one restore replaces context, weights, compile and capture
     ch.given("T_r", q(p.snapshot_restore_s, "s"), "restore from a CPU and GPU memory snapshot", kind="measured",
-             source=SOURCES["snapshot"])
+             source=SPEC.source(p, "snapshot_restore_s"))
     ch.step("T_s", "T_r + t_p", "s", "start from a snapshot, to first token")
     ch.step("t_rf", "M_w/r_h", "s", "floor under any restore: the weights still cross the link")
     if ch["T_r"] < ch["t_rf"]:
         raise ParameterError(f"snapshot_restore_s={p.snapshot_restore_s:g} is faster than copying the weights "
                              f"({fmt(ch['M_w'])}) over the host-to-GPU link, {duration(ch['t_rf'])}")
     # --- the warm pool: Little's law for the mean, the Poisson tail for the target
-    ch.given("lam", q(p.request_rate, "1/s"), "requests per second", kind="assumption", source=SOURCES["traffic"])
+    ch.given("lam", q(p.request_rate, "1/s"), "requests per second", kind="assumption", source=SPEC.source(p, "request_rate"))
     ch.given("S", q(p.service_s, "s"), "seconds each request holds an instance", kind="assumption", source=source)
     ch.step("L_b", "lam*S", "", "instances busy (Little's law)")
     ch.given("eps", p.target, "share allowed to meet a cold start", kind="assumption", source=source)
@@ -216,8 +217,10 @@ def chain(p, *, source="parameters cell") -> Chain:
     ch.given("n_i", packing(p), "idle warm instances per GPU (isolation)", kind="derived",
              source="one per GPU" if p.isolation == "whole-gpu"
              else "the engine's share of GPU memory over the weights (utils.serving)")
-    ch.given("c", q(p.cost_per_gpu_hour, "USD/hour"), "cost of a GPU-hour", kind="spec", source=SOURCES["cost"])
-    ch.given("pr", q(p.price_per_gpu_hour, "USD/hour"), "price of a GPU-hour run", kind="spec", source=SOURCES["price"])
+    ch.given("c", q(p.cost_per_gpu_hour, "USD/hour"), "cost of a GPU-hour", kind="spec",
+             source=SPEC.source(p, "cost_per_gpu_hour"))
+    ch.given("pr", q(p.price_per_gpu_hour, "USD/hour"), "price of a GPU-hour run", kind="spec",
+             source=SPEC.source(p, "price_per_gpu_hour"))
     ch.step("G_s", "L_b + a_s + I_s/n_i", "", "GPUs held with the snapshot pool")
     ch.step("m_s", "1 - c*G_s/(pr*L_b)", "", "gross margin: revenue less GPU cost, over revenue")
     ch.given("I_c", idle_c, "idle warm instances with cold starts, mean", kind="derived",
@@ -261,8 +264,9 @@ def sim_check(p=None, n=SIM_N, seed=SIM_SEED) -> dict:
     return dict(k=k, a=a, runs=out)
 
 
-@functools.lru_cache(maxsize=1)
-def _judged():
+@memoised
+def checks() -> dict:
+    """The claim's chain, the warm pool simulated, the verdict's test, and the cold start's timelines."""
     p = claim_inputs()
     ch = chain(p)
     sim = sim_check(p)
@@ -272,11 +276,12 @@ def _judged():
               and abs(at_k["sim"] - at_k["formula"]) <= 4 * at_k["stderr"] + 1e-3)
     cold_s, snap_s = as_float(ch["T_c"], "s"), as_float(ch["T_s"], "s")
     ok = cold_s > BUDGET_S >= snap_s and sim_ok and ch["m_s"] > 0
-    return p, ch, sim, ok
+    return dict(p=p, chain=ch, sim=sim, ok=ok, overlapped=overlapped(ch), serial=cs.timeline(stages(ch)))
 
 
 def claims() -> list[Claim]:
-    p, ch, sim, ok = _judged()
+    ck = checks()
+    p, ch, sim, ok = ck["p"], ck["chain"], ck["sim"], ck["ok"]
     at_k = sim["runs"][sim["k"]]
     return [Claim(
         "within-seconds", quote=QUOTE, source="spec/000, paragraph on serverless GPUs",
@@ -291,13 +296,6 @@ def claims() -> list[Claim]:
                f"{duration(ch['t_img'])}; a snapshot start takes {duration(ch['T_s'])}, and a pool of "
                f"{fmt(ch['k_s'])} warm instances leaves {pct(at_k['formula'])} of requests to meet one "
                f"(simulated: {pct(at_k['sim'])}), at a margin of {pct(ch['m_s'])} on the seconds billed.")]
-
-
-def checks() -> dict:
-    p, ch, sim, ok = _judged()
-    ov = overlapped(ch)
-    serial = cs.timeline(stages(ch))
-    return dict(p=p, chain=ch, sim=sim, ok=ok, overlapped=ov, serial=serial)
 
 
 # --- figures, tables, what changes, exercises --------------------------------------------------------------
@@ -326,13 +324,8 @@ def pool_curve(p, starts) -> dict:
                 mean=p.request_rate * np.asarray(starts, float))
 
 
-def tail_curve(a: float, ks) -> dict:
-    return dict(k=np.asarray(ks), wait=np.array([wp.poisson_tail(a, k) for k in ks]),
-                shed=np.array([wp.erlang_b(k, a) for k in ks]))
-
-
-def what_changes(p) -> dict:
-    base = chain(p)
+def what_changes(p, ch) -> dict:
+    base = ch
     src = weights_sources(p)
     fast_img = chain(p.replace(registry_rate=p.registry_rate * 4))
     packed = chain(p.replace(isolation="packed"))
@@ -346,7 +339,7 @@ def what_changes(p) -> dict:
             "wc-busy-cold-margin": pct(busy["m_c"])}
 
 
-def exercises() -> dict:
+def exercises(p, ch) -> dict:
     p = claim_inputs()
     ex1 = chain(p.replace(weights_from="nvme", image_gb=2.0))
     ex2 = chain(p.replace(model=catalog.model("llama-3-70b"), weight_bytes_per_param=1.0), source="exercise")

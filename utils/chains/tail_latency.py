@@ -14,7 +14,7 @@ import dataclasses
 
 import numpy as np
 
-from utils.chain import Chain, as_float
+from utils.chain import Chain, as_float, memoised
 from utils.chains import latency_slos_goodput as lsg
 from utils.params import Param, ParameterError, Result, Spec
 from utils.serving import batching
@@ -201,7 +201,7 @@ def compute(p) -> Chain:
             ("pre_k", q(ms["KV preemption"]["pre_1k"], ""), "preemptions per thousand requests"),
             ("idle_s", q(ms["host stalls"]["idle"], ""), "GPU idle with requests in flight, host stalls")):
         ch.given(name, value, label, kind="derived", source=how)
-    ch.runs = ms
+    ch.data["runs"] = ms
     return ch
 
 
@@ -211,21 +211,15 @@ QUOTE = ("Can you debug a performance regression that only happens on the 50th G
 CLAIM = {prm.name: prm.default for prm in PARAMETERS}
 
 
-_CLAIM_RUNS: dict = {}
-
-
+@memoised
 def claim_chain(**changes) -> Chain:
-    """The chain on the claim's reading, with changes; cached, since the page asks for some twice."""
-
-    key = tuple(sorted(changes.items()))
-    if key not in _CLAIM_RUNS:
-        _CLAIM_RUNS[key] = compute(SPEC.check(**{**CLAIM, **changes}))
-    return _CLAIM_RUNS[key]
+    """The chain on the claim's reading, with changes (memoised, since the page asks for some twice)."""
+    return compute(SPEC.check(**{**CLAIM, **changes}))
 
 
 def claims() -> list[Claim]:
     ch = claim_chain()
-    h, b = ch.runs["healthy"], ch.runs["one bad replica"]
+    h, b = ch.data["runs"]["healthy"], ch.data["runs"]["one bad replica"]
     pc, n, slo = CLAIM["percentile"], CLAIM["replicas"], CLAIM["slo_ttft_s"]
     median_stays = b["ttft_50"] <= 1.1 * h["ttft_50"]
     tail_breaks = b["ttft_p"] > slo >= h["ttft_p"]
@@ -253,7 +247,7 @@ def claims() -> list[Claim]:
 
 # --- the page's tables and prose numbers ----------------------------------------------------------
 def suspects_table(ch, p) -> str:
-    ms, h = ch.runs, ch.runs["healthy"]
+    ms, h = ch.data["runs"], ch.data["runs"]["healthy"]
     th = lsg.nth(p.percentile)
     rows = [f"| healthy | {lsg.dur(h['ttft_50'])} | {lsg.dur(h['ttft_p'])} | {lsg.dur(h['tpot_p'])} | | |"]
     for s in SUSPECTS:
@@ -276,7 +270,7 @@ def order_table() -> str:
 
 
 def chain_texts(ch, p) -> dict:
-    ms, h = ch.runs, ch.runs["healthy"]
+    ms, h = ch.data["runs"], ch.data["runs"]["healthy"]
     lam = as_float(ch["lambda_max"], "request/s")
     out = {"c-lam": lsg.rps(lam), "c-load": pct(p.load), "c-rate": lsg.rps(p.load * lam),
            "c-sat": pct(p.saturated_load), "c-n": fmt(p.n_requests), "c-long-share": pct(p.long_prompt_share),
@@ -294,18 +288,18 @@ def chain_texts(ch, p) -> dict:
     return out
 
 
-def checks(ch=None) -> dict:
+@memoised
+def checks() -> dict:
     """The simulator's own checks on the claim's reading: the healthy run is simulate_queue's, Little's
     law holds, and each fault moves its own metric and leaves the others at their healthy values."""
-    ch = claim_chain() if ch is None else ch
-
+    ch = claim_chain()
     p = SPEC.check(**CLAIM)
     e, wl = lsg.queue_engine(ch), lsg.workload(p)
     rate = p.load * as_float(ch["lambda_max"], "request/s")
     ref, new = batching.simulate_queue(rate, wl, e), batching.simulate_faulty(rate, wl, e)
     same = bool(np.array_equal(ref["first"], new["first"]) and np.array_equal(ref["finish"], new["finish"]))
     little = new["batch_time"] / float(np.sum(new["finish"] - new["first"]))
-    ms = ch.runs
+    ms = ch.data["runs"]
     own = {s: metric_value(s, ms[s]) for s in SUSPECTS}
     base = {s: metric_value(s, ms["healthy"]) for s in SUSPECTS}
     return dict(same=same, little=little, own=own, base=base, runs=ms)
@@ -315,15 +309,12 @@ def check_texts(ck: dict) -> dict:
     return {"chk-little": fmt(ck["little"], digits=4), "chk-same": "identical" if ck["same"] else "different"}
 
 
-def what_changes() -> dict:
+def what_changes(p, ch) -> dict:
     """The inputs that swing the tail, on the page's reading: the healthy load, the share of long
     prompts, the bad replica's speed and the fleet's size."""
-    return {tag: (changes, claim_chain(**changes).runs) for tag, changes in (
+    w = {tag: (changes, claim_chain(**changes).data["runs"]) for tag, changes in (
         ("load", dict(load=0.75)), ("share", dict(long_prompt_share=0.001)),
         ("speed", dict(bad_replica_speed=0.7)), ("fleet", dict(replicas=200)))}
-
-
-def what_changes_texts(w: dict) -> dict:
     (c1, r1), (c2, r2), (c3, r3), (c4, r4) = w["load"], w["share"], w["speed"], w["fleet"]
     return {"wc-load": pct(c1["load"]), "wc-load-p": lsg.dur(r1["healthy"]["ttft_p"]),
             "wc-load-q": lsg.dur(r1["queueing"]["ttft_p"]),
@@ -338,36 +329,36 @@ def cdf_curves(ch) -> dict:
     """Each run's TTFT, sorted, with its cumulative share (the fleet's weighted): the figure's data."""
     out = {}
     for s in ("healthy",) + SUSPECTS[:-1]:
-        x = np.sort(ch.runs[s]["ttft"])
+        x = np.sort(ch.data["runs"][s]["ttft"])
         out[s] = (x, np.arange(1, len(x) + 1) / len(x))
     return out
 
 
 def fleet_cdf(ch, replicas: int):
-    h, b = ch.runs["healthy"]["ttft"], ch.runs["bad replica alone"]["ttft"]
+    h, b = ch.data["runs"]["healthy"]["ttft"], ch.data["runs"]["bad replica alone"]["ttft"]
     x = np.concatenate([h, b])
     w = np.concatenate([np.full(len(h), replicas - 1.0), np.ones(len(b))])
     o = np.argsort(x, kind="stable")
     return x[o], np.cumsum(w[o]) / w.sum()
 
 
-def exercises() -> dict:
+def exercises(p, ch) -> dict:
     """Answers: a fleet of a hundred, long prompts chunked to the healthy pass, stalls twice as often."""
     a = claim_chain(replicas=100)
     b = claim_chain(long_prompt_tokens=8192)
     c = claim_chain(stall_every_s=2.0)
-    h = a.runs["healthy"]
-    return {"ex1-n": fmt(100), "ex1-p": lsg.dur(a.runs["one bad replica"]["ttft_p"]),
+    h = a.data["runs"]["healthy"]
+    return {"ex1-n": fmt(100), "ex1-p": lsg.dur(a.data["runs"]["one bad replica"]["ttft_p"]),
             "ex1-h": lsg.dur(h["ttft_p"]), "ex1-share": pct(1 / 100),
             "ex1-tail": pct(1 - CLAIM["percentile"]),
-            "ex2-tokens": fmt(q(8192, "token")), "ex2-p": lsg.dur(b.runs["long prompts"]["ttft_p"]),
-            "ex2-pass": lsg.dur(b.runs["long prompts"]["longest"]),
-            "ex3-every": lsg.dur(2.0), "ex3-idle": pct(c.runs["host stalls"]["idle"]),
-            "ex3-p": lsg.dur(c.runs["host stalls"]["ttft_p"])}
+            "ex2-tokens": fmt(q(8192, "token")), "ex2-p": lsg.dur(b.data["runs"]["long prompts"]["ttft_p"]),
+            "ex2-pass": lsg.dur(b.data["runs"]["long prompts"]["longest"]),
+            "ex3-every": lsg.dur(2.0), "ex3-idle": pct(c.data["runs"]["host stalls"]["idle"]),
+            "ex3-p": lsg.dur(c.data["runs"]["host stalls"]["ttft_p"])}
 
 
 def intro_texts(ch) -> dict:
-    ms, h = ch.runs, ch.runs["healthy"]
+    ms, h = ch.data["runs"], ch.data["runs"]["healthy"]
     r50 = max(ms[s]["ttft_50"] / h["ttft_50"] for s in SUSPECTS)
     tails = [ms[s]["ttft_p"] for s in SUSPECTS]
     return {"intro-r50": fmt(r50, digits=2) + " x", "intro-lo": lsg.dur(min(tails)), "intro-hi": lsg.dur(max(tails))}
