@@ -59,6 +59,8 @@ class Row:
 
 
 class Chain:
+    __slots__ = ("title", "rows", "_values", "data")   # a chapter's extra objects go in `data`, never new attributes
+
     def __init__(self, title: str = ""):
         self.title = title
         self.rows: list[Row] = []
