@@ -9,6 +9,7 @@ import pytest
 from book_files import ROOT, typed_numbers
 
 from utils import chains
+from utils.chain import clear_memoised
 from utils.params import ParameterError
 from utils.verdicts import VERDICTS
 
@@ -104,9 +105,7 @@ def test_a_chain_that_draws_random_numbers_says_it_simulates(slug, monkeypatch):
 
     import numpy as np
     module = chains.module(slug)  # imported first: importing a library may seed a Random of its own
-    for value in vars(module).values():  # from cold caches: a draw another test already cached still counts
-        if callable(getattr(value, "cache_clear", None)):
-            value.cache_clear()
+    clear_memoised()              # from cold caches: a draw another test already cached still counts
     drew = []
     default_rng, random_init = np.random.default_rng, random.Random.__init__
     monkeypatch.setattr(np.random, "default_rng", lambda *a, **k: drew.append(1) or default_rng(*a, **k))
