@@ -83,10 +83,6 @@ def _check_jobs(jobs: list[Job], n_gpus: int, aging: float) -> None:
                              f"(checkpoint_every >= 0), got {j.submit!r}, {j.checkpoint_every!r}")
 
 
-def effective_priority(job: Job, now: float, aging: float) -> float:
-    return job.priority + aging * (now - job.submit)
-
-
 class JobQueue:
     """The waiting jobs, a binary heap: push and pop in O(log n)."""
 

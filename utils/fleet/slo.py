@@ -68,11 +68,6 @@ def detection_time(bad_share: float, objective: float, burn: float, window_s: fl
     return window_s * max(need - baseline, 0.0) / (bad_share - baseline)
 
 
-def budget_spent_at_detection(burn: float, window_s: float, period_s: float) -> float:
-    """Share of the period's budget a step failure has spent when the long window fires: k W / T (any e)."""
-    return burn * window_s / period_s
-
-
 @dataclass(frozen=True)
 class Rule:
     """Fire when both windows' burn rates reach `burn`: the long one says it matters, the short one that

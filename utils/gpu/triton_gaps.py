@@ -39,9 +39,6 @@ ROOT = Path(__file__).resolve().parents[2]
 KERNEL_DIRS = (("utils/gpu/kernels", "*.py"), ("utils/gpu/cuda", "*.cu"))
 WARP = 32
 
-TRITON_RELEASES = "https://github.com/triton-lang/triton/releases, read 2026-12-01"
-
-
 @dataclass(frozen=True)
 class Gap:
     key: str

@@ -100,11 +100,6 @@ def dit(key: str) -> DiT:
     return DITS[key]
 
 
-def cross_attention_flops(tokens: float, text_tokens: float, layers: int, width: int) -> float:
-    """QK^T and AV of the cross-attention: every video token against the text's tokens, 4 T m d per layer."""
-    return 4.0 * tokens * text_tokens * width * layers
-
-
 # --- the job queue -----------------------------------------------------------------------------------
 QUEUED, RUNNING, DONE, CANCELLED, FAILED = "queued", "running", "done", "cancelled", "failed"
 FINAL = (DONE, CANCELLED, FAILED)

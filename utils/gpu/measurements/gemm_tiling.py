@@ -24,10 +24,6 @@ TILES = (16, 32, 64, 128)            # square tiles BLOCK_M = BLOCK_N; BLOCK_K f
 _TOLERANCE = {"bfloat16": 1e-2, "float16": 2e-3, "float32": 2e-3}
 
 
-def _variants():
-    return [f"triton_{t}" for t in TILES] + ["autotuned", "torch"]
-
-
 def gemm_bytes(size: dict, variant: str) -> int:
     """Triton at tile T: the tile model's count (every slab load a read of global memory, C written once);
     torch and autotuned (the Triton kernel at the tile triton.autotune chose, not known before the run):
