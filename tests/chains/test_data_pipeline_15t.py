@@ -4,16 +4,24 @@ import pytest
 from utils import chains
 from utils.chains import data_pipeline_15t as dp
 from utils.params import ParameterError
-from utils.verdicts import READING
+from utils.verdicts import READING, UNCHECKABLE, rounds_to
 
 
-def test_claims_hold_under_their_readings():
+def test_the_shards_hold_under_their_reading_and_the_rest_cannot_be_checked():
     judged = dp.claims()
     assert [c.name for c in judged] == ["shards", "raw", "read-rate"]
-    assert all(c.verdict == READING and c.reading and not c.problems() for c in judged)
+    assert [c.verdict for c in judged] == [READING, UNCHECKABLE, UNCHECKABLE]
+    assert "30 TB of shards" in judged[0].reading and not any(c.problems() for c in judged)
+    # the book's own figures still land where the page says: a few PB stored; 1.7M tokens/s at two figures
+    assert dp.CLAIM["raw_low"] <= ck_stored() < dp.CLAIM["raw_high"]
+    assert rounds_to(dp.read_rate()["bom"], 1.7e6, 2)
     ck = dp.claim_chains()
     assert ck["two_byte"]["S"].to("TB").m == pytest.approx(30)      # 15T x 2 B
     assert ck["four_byte"]["S"].to("TB").m == pytest.approx(60)     # Llama 3's 17-bit ids written as int32
+
+
+def ck_stored():
+    return dp.claim_chains()["four_byte"]["W_stored"].to("B").m
 
 
 def test_days_come_from_the_pages_own_rate_not_the_claimed_one():

@@ -4,12 +4,12 @@ import pytest
 from utils import chains
 from utils.chains import job_scheduler_100k as chapter
 from utils.params import ParameterError
-from utils.verdicts import READING
+from utils.verdicts import UNCHECKABLE
 
 
-def test_claim_holds_under_its_reading_with_each_requirement_reproduced():
+def test_claim_cannot_be_checked_and_the_books_figures_are_reproduced():
     (c,) = chapter.claims()
-    assert c.verdict == READING and c.reading
+    assert c.verdict == UNCHECKABLE and not c.problems()
     ck = chapter.checks()
     t = ck["ticks"][100_000]
     assert t["scan_ops"] > 1000 * t["ops"]
@@ -46,3 +46,9 @@ def test_longer_checkpoint_intervals_lose_more():
     base = chains.derive("job-scheduler-100k")
     long_tau = chains.derive("job-scheduler-100k", checkpoint_hours=3.0)
     assert long_tau["lost_checkpoint_aware"] > base["lost_checkpoint_aware"]
+
+
+def test_the_book_figures_hold_on_every_seed():
+    # the requirements are met on every seeded workload, not on the page's one draw
+    for f in chapter.seed_figures():
+        assert f["w_res"] < f["w_greedy"] and f["worst"] < chapter.CLAIM["tau"] < f["worst_bug"]

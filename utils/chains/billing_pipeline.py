@@ -142,10 +142,10 @@ def claims() -> list[Claim]:
         derived=f"drops: billed {pct(drop['billed'] / drop['owed'])} of the usage; duplicates: "
                 f"{pct(dup['billed'] / dup['owed'])}",
         verdict=READING if ok else WRONG,
-        reading=("a dropped event as revenue that no invoice ever carries and no customer reports, visible only "
-                 "to the reconciliation against the engines' counters; a duplicated one as a charge above the "
-                 "usage, which the customer's own logs show and dispute. The superlative, the one pipeline, is "
-                 "emphasis and is not checked") if ok else "",
+        reading=("'a dropped event is money' read as revenue that no invoice ever carries and no customer reports, "
+                 "visible only to the reconciliation against the engines' counters; 'a duplicated one is a support "
+                 "ticket' as a charge above the usage, which the customer's own logs show and dispute. The "
+                 "superlative, 'the one pipeline', is emphasis and is not checked") if ok else "",
         nearest_true="" if ok else "one of the injected faults did not show as the claim says: see the check",
         reason=(f"on a month of {N_REQUESTS:,} requests on the SQLite pipeline, dropping a twentieth of engine "
                 f"events billed {pct(drop['billed'] / drop['owed'])} of the usage, "

@@ -13,7 +13,7 @@ from utils import catalog
 from utils.chain import Chain, as_float
 from utils.params import Param, ParameterError, Result, Spec
 from utils.units import counted, fmt, pct, q, short
-from utils.verdicts import READING, Claim, within
+from utils.verdicts import READING, UNCHECKABLE, Claim, rounds_to, within
 
 PARAMETERS = (
     Param("tokens", 15e12, "training tokens the pipeline must deliver", unit="token", source="the claim"),
@@ -223,33 +223,37 @@ def claims() -> list[Claim]:
     c, r = claim_chains(), read_rate()
     two, four, packed = c["two_byte"], c["four_byte"], c["packed"]
     stored = as_float(four["W_stored"], "B")
-    rate_ok = within(r["bom"], q(CLAIM["train_tokens_per_second"], "token/s"), 0.05 / 1.7)
+    rate_ok = rounds_to(r["bom"], q(CLAIM["train_tokens_per_second"], "token/s"), 2)
     shards_ok = within(two["S"], q(CLAIM["shard_bytes"], "B"), 1e-12)
     raw_ok = CLAIM["raw_low"] <= stored < CLAIM["raw_high"]
-    assert rate_ok and shards_ok and raw_ok    # each reading below lands; the verdicts rest on these
+    assert shards_ok    # the reading below lands; its verdict rests on this
+    not_claimed = "" if rate_ok else f" (not {short(CLAIM['train_tokens_per_second'])})"
     v2 = fmt(q(65536, ""))
     return [
         Claim("shards", quote="ends as 30 TB of shards", source=SOURCE, claimed=fmt(q(CLAIM["shard_bytes"], "B"), "TB"),
               derived=(f"{fmt(two['S'])} at two bytes an id (a vocabulary under {v2}); {fmt(four['S'])} as int32 "
                        f"for Llama-3's {fmt(vocab(catalog.model('llama-3-405b')))}; {fmt(packed['S'])} bit-packed"),
               verdict=READING,
-              reading=f"token ids of two bytes, which needs a vocabulary under {v2} (Llama-2's, GPT-2's)",
+              reading=f"'{fmt(q(CLAIM['shard_bytes'], 'B'), 'TB')} of shards' read as token ids of two bytes, which "
+                      f"needs a vocabulary under {v2} "
+                      f"(Llama-2's, GPT-2's); the sentence names no tokenizer",
               reason=(f"{short(CLAIM['tokens'])} tokens at two bytes is {fmt(two['S'])}, but Llama-3's vocabulary needs "
                       f"{c['llama3_bits']} bits, so its shards are {fmt(four['S'])} as written")),
         Claim("raw", quote=QUOTE, source=SOURCE, claimed="a few PB of raw text",
               derived=(f"{fmt(four['W_stored'].to('PB'))} of compressed WARC; {fmt(four['W_raw'].to('PB'))} of HTML "
                        f"uncompressed; {fmt(four['W_text'].to('PB'))} of extracted text"),
-              verdict=READING, reading="'raw text' read as the crawl as stored, gzip-compressed WARC files",
-              reason=(f"the crawl as stored is {fmt(four['W_stored'].to('PB'))}; the HTML inside is "
-                      f"{fmt(four['W_raw'].to('PB'))} and the extracted text {fmt(four['W_text'].to('PB'))}; the keep "
-                      f"fractions are assumptions in line with RefinedWeb")),
+              verdict=UNCHECKABLE,
+              reason=(f"the source names no crawl and no filters, so the raw size is the book's figure, set by keep "
+                      f"fractions of which three are its own assumptions: with them the crawl as stored is "
+                      f"{fmt(four['W_stored'].to('PB'))}{'' if raw_ok else ' (not a few PB)'}, the HTML inside "
+                      f"{fmt(four['W_raw'].to('PB'))} and the extracted text {fmt(four['W_text'].to('PB'))}")),
         Claim("read-rate", quote="a training job reads at 1.7 million tokens per second", source=SOURCE,
-              claimed="1.7M tokens/s", derived=f"{short(as_float(r['bom'], 'token/s'))} tokens/s", verdict=READING,
-              reading=(f"the job is the bill-of-materials cluster, {fmt(r['gpus'])} H100s at "
-                       f"{pct(BOM_MFU)} MFU, training a dense model of Llama-3-405B's size"),
-              reason=(f"{fmt(r['gpus'])} H100s at {pct(BOM_MFU)} MFU on a dense Llama-3-405B-sized model "
-                      f"consume {short(as_float(r['bom'], 'token/s'))} tokens a second, so reading "
-                      f"{short(CLAIM['tokens'])} tokens once takes {fmt(four['T_train'])}; the shard read is "
+              claimed="1.7M tokens/s",
+              derived=f"the book's cluster: {short(as_float(r['bom'], 'token/s'))} tokens/s", verdict=UNCHECKABLE,
+              reason=(f"the sentence names no model, no GPUs and no MFU, so a rate is the book's figure: "
+                      f"{fmt(r['gpus'])} H100s at {pct(BOM_MFU)} MFU on a dense Llama-3-405B-sized model consume "
+                      f"{short(as_float(r['bom'], 'token/s'))} tokens a second{not_claimed}, "
+                      f"Meta's own run of that model {short(as_float(r['meta'], 'token/s'))}; the shard read is "
                       f"{fmt(four['B_read'])}, trivial for storage")),
     ]
 

@@ -14,7 +14,7 @@ from utils.chain import Chain, memoised
 from utils.fleet.scheduler import simulate, tick_cost, workload
 from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, q
-from utils.verdicts import READING, WRONG, Claim
+from utils.verdicts import UNCHECKABLE, Claim
 
 PARAMETERS = (
     Param("n_gpus", 64, "GPUs in the cluster", unit="GPU", check="whole", source="this book's assumption"),
@@ -145,29 +145,45 @@ def checks() -> dict:
                 gang=(max(rs["reserved"].waits("gang")), max(rs["greedy"].waits("gang"))))
 
 
+SEEDS = tuple(range(5))     # the workload's seeds the book's figures are reported over (seed 0 is the page's run)
+
+
+@memoised
+def seed_figures() -> list[dict]:
+    """Per seed of the claim's workload: the longest gang wait with and without a reservation, and the worst
+    work thrown away per GPU with the checkpoint-aware rule and with victims resubmitted."""
+    C, out = CLAIM, []
+    for seed in SEEDS:
+        rs = checks()["runs"] if seed == C["seed"] else runs(
+            C["n_gpus"], C["n_jobs"], C["load"], C["mean_work"], C["tau"], C["gang_gpus"], C["gang_every"], C["dt"], seed)
+        out.append(dict(w_res=max(rs["reserved"].waits("gang")), w_greedy=max(rs["greedy"].waits("gang")),
+                        worst=rs["base"].stats.worst_per_gpu, worst_bug=rs["resubmit"].stats.worst_per_gpu))
+    return out
+
+
 def claims() -> list[Claim]:
     ck, C = checks(), CLAIM
     t = ck["ticks"][C["queue"]]
     ratio = t["scan_ops"] / t["ops"]
-    w_res, w_greedy = ck["gang"]
-    ok = ratio > 100 and w_res < w_greedy and ck["worst"] < C["tau"] < ck["worst_bug"]
+    f = {k: [x[k] for x in seed_figures()] for k in ("w_res", "w_greedy", "worst", "worst_bug")}
+    span = lambda xs: f"{fmt(min(xs), digits=3)} to {fmt(max(xs), digits=3)} h"     # noqa: E731
     return [Claim(
         "scan-gang-hour", quote=QUOTE, source="spec/001 (the job scheduler paragraph)",
         claimed="three requirements: no full scan per tick, a bounded wait for big gangs, no hour of work lost",
-        derived=f"one tick over {C['queue']:,} waiting jobs: {t['ops']:,} entries indexed, {t['scan_ops']:,} "
-                f"scanning; longest gang wait {fmt(w_res, digits=3)} h with a reservation, "
-                f"{fmt(w_greedy, digits=3)} h without; the worst eviction throws away {fmt(ck['worst'], digits=2)} h "
-                f"per GPU, {fmt(ck['worst_bug'], digits=3)} h if victims are resubmitted",
-        verdict=READING if ok else WRONG,
-        reading="'cannot be scanned every cycle' read as a cost per placement: a tick that starts k jobs looks "
-                "the queue up about k times, and a scan pays the whole queue at each look; 'an hour of work' "
-                "read as an hour of one victim's progress per GPU, the checkpoint interval here",
-        nearest_true="" if ok else "at these inputs one of the three requirements is not what decides the design",
-        reason=f"one tick over {C['queue']:,} waiting jobs touches {t['ops']:,} entries through the per-shape heaps "
-               f"and {t['scan_ops']:,} by scanning, {fmt(ratio, digits=3)} times more; the longest big-gang wait is "
-               f"{fmt(w_res, digits=3)} hours with a reservation against {fmt(w_greedy, digits=3)} without; a "
-               f"checkpoint-aware eviction throws away at most {fmt(ck['worst'], digits=2)} hours of a victim's progress "
-               f"per GPU, resubmitting the victim as new up to {fmt(ck['worst_bug'], digits=3)}.")]
+        derived=f"the book's scheduler on its synthetic queue: one tick over {C['queue']:,} waiting jobs touches "
+                f"{t['ops']:,} entries indexed, {t['scan_ops']:,} scanning; over {len(SEEDS)} seeds the longest gang "
+                f"wait is {span(f['w_res'])} with a reservation, {span(f['w_greedy'])} without; the worst eviction "
+                f"throws away at most {fmt(max(f['worst']), digits=2)} h per GPU, up to {fmt(max(f['worst_bug']), digits=3)} "
+                f"h if victims are resubmitted",
+        # Three requirements of a design, with no cycle time, per-entry cost, workload or checkpoint interval: the
+        # book's scheduler meeting them on its own synthetic queue is the book checked against itself.
+        verdict=UNCHECKABLE,
+        reason=f"the sentence states three requirements and names no cycle time, cost per entry, workload or "
+               f"checkpoint interval, so the only check is the book's own scheduler on its synthetic queue: a tick "
+               f"touches {fmt(ratio, digits=3)} times fewer entries through per-shape heaps than by scanning, a "
+               f"reservation holds the longest big-gang wait to {span(f['w_res'])} against {span(f['w_greedy'])} "
+               f"over {len(SEEDS)} seeds, and a checkpoint-aware eviction loses at most {fmt(max(f['worst']), digits=2)} "
+               f"h per GPU, under its checkpoint interval by construction.")]
 
 
 def check_text(ck: dict) -> dict:

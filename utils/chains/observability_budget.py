@@ -9,11 +9,14 @@ seeded two-tenant trace step by step (utils.fleet.tracing.attribute).
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from utils import catalog
 from utils.chain import Chain, as_float
 from utils.chains import continuous_batching as cb
+from utils.chains import decode_roofline as dr
 from utils.fleet import tracing
 from utils.params import Param, ParameterError, Result, Spec
 from utils.serving import batching
@@ -55,10 +58,13 @@ PARAMETERS = (
     Param("router_ms", 0.5, "router span: the cache-aware replica choice", unit="ms", source=EDGE_SOURCE),
     Param("client_flush_ms", 40.0, "between the server's last write and the client reading it", unit="ms",
           check="non_negative", source=FLUSH_SOURCE),
-    Param("metrics", 20, "metrics the serving fleet exports", check="whole", source="this book's assumption"),
+    *dr.fraction_params(),
+    Param("metrics", 20, "histogram metrics the serving fleet exports (latencies, sizes)", check="whole",
+          source="this book's assumption"),
     Param("replicas", 256, "replicas (the instance label)", check="whole", source="this book's assumption"),
     Param("status_codes", 4, "values of the status label", check="whole", source="this book's assumption"),
-    Param("buckets", 12, "histogram buckets per latency metric", check="whole", source="this book's assumption"),
+    Param("buckets", 12, "buckets per histogram, +Inf included (each one a series)", check="whole",
+          source="this book's assumption"),
     Param("tenants", 100, "tenants, if tenant becomes a label", check="whole", source="this book's assumption"),
     Param("requests_per_s", 100.0, "requests a second across the fleet", unit="request/s",
           source="this book's assumption"),
@@ -130,26 +136,51 @@ def attribution(e, n: int, B: int, chunk: int, context: int, seed: int) -> dict:
     return r
 
 
+HISTOGRAM_SOURCE = ("Prometheus documentation, Metric types, Histogram: a histogram exposes a cumulative counter per "
+                    "bucket as <basename>_bucket{le=...} (le=\"+Inf\" among them), the sum as <basename>_sum and the "
+                    "count as <basename>_count; https://prometheus.io/docs/concepts/metric_types/#histogram, "
+                    "read 2026-12-06")
+
+
+def achieved_engine(ec, p) -> dict:
+    """The engine's steps at the achieved shares of the peaks (no rate at 100% of a datasheet peak), at the
+    continuous-batching chain's batch: each step's memory side over eta_W x bandwidth, its compute side over
+    eta_P x the dense rate."""
+    f = lambda name, unit: as_float(ec[name], unit)          # noqa: E731
+    B, gW, gP = f("B", "sequence"), f("g", "GPU") * f("W", "byte/s/GPU"), f("g", "GPU") * f("P", "FLOP/s/GPU")
+    w_b, kv = f("N_r", "parameter") * f("b_w", "byte/parameter"), f("kv_u", "byte/sequence")
+    flops = f("f", "FLOP/sequence")
+    eW, eP = p.bandwidth_fraction, p.compute_fraction
+    step = lambda n, m_x=0.0, f_x=0.0: max((w_b + n * kv + m_x) / (gW * eW), (n * flops + f_x) / (gP * eP))  # noqa: E731
+    t_d, t_c = step(B), step(B, f("M_ch", "byte"), f("F_ch", "FLOP"))
+    phi = f("phi", "")
+    t_bar = (1 - phi) * t_d + phi * t_c
+    return dict(t_d=t_d, t_bar=t_bar, t_1=step(1), X=B * f("tau", "token/sequence") / t_bar)
+
+
 def compute(p) -> Chain:
     ec, pc = engine_chain(p)
     e = batching.Engine.of(ec)
     B = cb.batch_size(ec)
+    e_eff = dataclasses.replace(e, W=e.W * p.bandwidth_fraction, P=e.P * p.compute_fraction)
+    a = achieved_engine(ec, p)
     ch = Chain("Spans, counters, series and attribution")
     ch.given("t_gw", q(p.gateway_ms, "ms"), "gateway", kind="assumption", source="parameters cell")
     ch.given("t_au", q(p.auth_ms, "ms"), "auth", kind="assumption", source="parameters cell")
     ch.given("t_q", q(p.queue_ms, "ms"), "queue (no span in a naive trace)", kind="assumption", source="parameters cell")
     ch.given("t_rt", q(p.router_ms, "ms"), "router", kind="assumption", source="parameters cell")
-    ch.given("t_pf", q(batching.prefill_time(e, [pc.mean_prompt_tokens]), "s").to("ms"), "prefill of a mean prompt",
-             kind="derived", source="utils.serving.batching.prefill_time on the continuous-batching chain")
+    dr.add_fraction_inputs(ch, p.compute_fraction, p.bandwidth_fraction)
+    ch.given("t_pf", q(batching.prefill_time(e_eff, [pc.mean_prompt_tokens]), "s").to("ms"), "prefill of a mean prompt",
+             kind="derived", source="utils.serving.batching.prefill_time at the achieved shares")
     ch.given("o", ec["o"] * q(1, "sequence"), "mean reply", kind="assumption", source="the continuous-batching chain")
-    ch.given("t_bar", ec["t_bar"], "mean decode step at the chain's batch", kind="derived",
-             source="the continuous-batching chain")
+    ch.given("t_bar", q(a["t_bar"], "s").to("ms"), "mean decode step at the chain's batch", kind="derived",
+             source="the continuous-batching chain's steps at the achieved shares")
     ch.given("tau", q(1, "token"), "tokens a sequence gains per step", kind="derived", source="decode")
     ch.step("t_dec", "o*t_bar/tau", "s", "decode span: one span over every step")
-    ch.given("t_1", q(float(batching.step_time(e, 1)), "s").to("ms"), "a decode step with the request alone",
-             kind="derived", source="utils.serving.batching.step_time at batch one")
-    ch.given("t_d", ec["t_d"], "the same step in the chain's full batch", kind="derived",
-             source="the continuous-batching chain")
+    ch.given("t_1", q(a["t_1"], "s").to("ms"), "a decode step with the request alone",
+             kind="derived", source="the decode step at batch one, at the achieved shares")
+    ch.given("t_d", q(a["t_d"], "s").to("ms"), "the same step in the chain's full batch", kind="derived",
+             source="the continuous-batching chain's step at the achieved shares")
     ch.step("r_ck", "t_d/t_1", "", "how much sharing the step slows this request's token")
     ch.given("h", ec["h"], "host time per streamed token", kind="assumption", source="the continuous-batching chain")
     ch.step("t_fl", "o*h", "ms", "stream flush span: the server's writes")
@@ -169,7 +200,8 @@ def compute(p) -> Chain:
     ch.given("n_m", q(p.metrics, ""), "metrics", kind="assumption", source="parameters cell")
     ch.given("n_i", q(p.replicas, ""), "replicas", kind="assumption", source="parameters cell")
     ch.given("n_s", q(p.status_codes, ""), "status values", kind="assumption", source="parameters cell")
-    ch.given("n_b", q(p.buckets, ""), "histogram buckets", kind="assumption", source="parameters cell")
+    ch.given("n_b", q(p.buckets + 2, ""), "series per histogram and label set: its buckets, _sum and _count",
+             kind="derived", source=HISTOGRAM_SOURCE)
     ch.step("S_0", "n_m*n_i*n_s*n_b", "", "series: the product of the labels' cardinalities")
     ch.given("n_t", q(p.tenants, ""), "tenants", kind="assumption", source="parameters cell")
     ch.step("S_t", "S_0*n_t", "", "series with a tenant label")
@@ -177,7 +209,8 @@ def compute(p) -> Chain:
     ch.given("H", q(p.head_hours, "hour"), "head window", kind="assumption", source="parameters cell")
     ch.given("u", q(1, "request"), "one request", kind="derived", source="a request id names one request")
     ch.step("S_r", "n_m*n_b*R*H/u", "", "with a request id: every request new (its other labels fixed)")
-    ch.given("m_s", q(p.bytes_per_series, "B"), "memory per series", kind="measured", source="Robust Perception")
+    ch.given("m_s", q(p.bytes_per_series, "B"), "memory per series", kind="measured-by-others",
+             source="Robust Perception")
     ch.step("M_0", "S_0*m_s", "GiB", "memory, labels as planned")
     ch.step("M_r", "S_r*m_s", "GiB", "memory with a request id")
     ch.given("M_max", q(p.store_memory_gib, "GiB"), "store's memory", kind="assumption", source="parameters cell")
@@ -185,10 +218,11 @@ def compute(p) -> Chain:
     # --- a trace per token against the token
     price = catalog.price("h100-rental")["contract_1y"]
     ch.given("g", q(p.gpus_per_replica, "GPU"), "GPUs per replica", kind="assumption", source="parameters cell")
-    ch.given("c_g", price.q, "GPU-hour price", kind=price.kind, source=price.cite)
-    ch.given("X", ec["X"], "tokens per second per replica", kind="derived", source="the continuous-batching chain")
+    ch.given("c_g", price.q, "GPU-hour price", kind="market", source=price.cite)
+    ch.given("X", q(a["X"], "token/s"), "tokens per second per replica", kind="derived",
+             source="the continuous-batching chain at the achieved shares")
     ch.step("c_tok", "g*c_g/X", "USD/token", "GPU cost of one token")
-    ch.given("c_sp", q(p.usd_per_million_spans / 1e6, "USD"), "an indexed span", kind="spec", source="Datadog")
+    ch.given("c_sp", q(p.usd_per_million_spans / 1e6, "USD"), "an indexed span", kind="market", source="Datadog")
     ch.given("tok", q(1, "token"), "one token", kind="derived", source="one span per token")
     ch.step("r_span", "c_sp/(c_tok*tok)", "", "a span per token over the token's cost")
     # --- attribution
@@ -218,9 +252,10 @@ def claims() -> list[Claim]:
         derived=f"GPU_UTIL 100% at batch one and at {ch.data['batch']}, {fmt(ch['r_X'])}x the tokens; a span "
                 f"{fmt(ch['r_span'])}x a token",
         verdict=READING if ok else WRONG,
-        reading=("'nothing' means nothing about headroom (the counter says a kernel was running, not how much "
-                 "of the chip it used), and a trace's cost is the price of keeping (indexing) its spans, against "
-                 "the GPU cost of the token at a contract rental price"),
+        reading=("'tells you nothing' read as nothing about headroom (DCGM's GPU_UTIL is the share of time any "
+                 "kernel ran, not how much of the chip it used), and 'would cost more than the tokens' as the price "
+                 "of keeping (indexing) a span per token against the token's GPU time at a contract rental price, "
+                 "the engine at the achieved shares of its peaks"),
         nearest_true="" if ok else "one of the two halves fails at these inputs",
         reason=f"on the roofline GPU_UTIL reads full at batch one and at batch {ch.data['batch']} while the tokens per second "
                f"differ {fmt(ch['r_X'])} times and tensor activity goes from {pct(as_float(ch['a_1']))} to "

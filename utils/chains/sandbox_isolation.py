@@ -30,6 +30,9 @@ VM_BOOT = ("Depot, 'How we got microVMs booting in under a second' (depot.dev/bl
            "run its first command; the midpoint")
 VM_MEM = ("this book's assumption (no published figure found): a general-purpose guest OS (its kernel, page "
           "cache and services) resident beside the session's own memory, a quarter of a GiB")
+# gVisor's density figures are its team's measurements; Firecracker's bound is its specification's promise
+OVERHEAD_KIND = {"container": "measured-by-others", "gvisor": "measured-by-others", "firecracker": "spec",
+                 "vm": "assumption"}
 SESSION = "this book's assumption: an agent's code sandbox (a Python kernel, its packages and data)"
 HOST = ("this book's assumption: a two-socket CPU host with 192 vCPUs and 768 GiB, the class of a cloud "
         "provider's largest general-purpose metal instance")
@@ -103,7 +106,7 @@ def compute(p) -> Chain:
     ch.step("d_cpu", "V/c_s", "", "sessions per host by CPU (before rounding down)")
     for k in KINDS:
         ch.given(f"o_{k}", q(getattr(p, f"{k}_overhead_mib"), "MiB"), f"overhead, {NAMES[k]}",
-                 kind="spec" if k != "vm" else "assumption",
+                 kind=OVERHEAD_KIND[k],
                  source=SPEC.source(p, f"{k}_overhead_mib"))
         ch.given(f"d_{k}", float(d[k]["per_host"]), f"sessions per host, {NAMES[k]} (binds: {d[k]['binds']})",
                  kind="derived", source="utils.fleet.sandbox_hosts.density: the smaller of the two floors")
