@@ -1,31 +1,57 @@
-"""prefill-vs-decode's chain: the two claims under their readings, the knee by two routes, properties."""
+"""prefill-vs-decode's chain: the two claims refuted as stated, the knee by two routes at the achieved shares of
+the peaks, the datasheet roof only a bound, properties."""
 import pytest
 
 from utils import chains
+from utils.catalog import entry
 from utils.chains import prefill_vs_decode as pd
 from utils.params import ParameterError
-from utils.verdicts import READING
+from utils.verdicts import WRONG
 
 SLUG = "prefill-vs-decode"
 
 
-def test_claims_and_their_checks():
+def test_claims_are_wrong_as_stated_and_their_checks_hold():
     v = {c.name: c for c in pd.claims()}
-    assert v["reads-every-weight"].verdict == READING and v["two-halves"].verdict == READING
+    # "One forward pass reads every weight": a one-token pass of DeepSeek-V3 reads a few percent of it.
+    assert v["reads-every-weight"].verdict == WRONG and "mixture of experts" in v["reads-every-weight"].nearest_true
+    # "the answer is different for the two halves": only for a prompt past the knee, which the words do not say.
+    assert v["two-halves"].verdict == WRONG and "knee" in v["two-halves"].nearest_true
+    assert all(not c.reading for c in v.values())
     assert all(pd.checks()["asserts"].values())
 
 
-def test_knee_is_ridge_times_bytes_over_two_plus_the_other_bytes():
+def test_a_prompt_below_the_knee_is_memory_bound_at_the_roof_too():
+    """The refutation needs no efficiency the source does not name: at the datasheet's roof it stands."""
+    roof = pd.roof_chain(prompt_tokens=pd.CLAIM["short_prompt"])
+    assert pd.bound(roof, "t_pF", "t_pM") == pd.bound(roof, "t_dF", "t_dM") == "memory-bound"
+
+
+def test_knee_is_the_achieved_ridge_times_bytes_over_two_plus_the_other_bytes():
     d = chains.derive(SLUG)
     ridge = 989.4e12 / 3.35e12
+    shares = entry("software", "achieved-fraction")
+    eta_p, eta_w = shares.q("bf16_dense").m, shares.q("hbm_bandwidth").m
+    achieved = ridge * eta_p / eta_w
+    defaults = {x.name: x.default for x in pd.PARAMETERS}
+    assert (defaults["compute_fraction"], defaults["bandwidth_fraction"]) == (eta_p, eta_w)   # the catalog's
     assert d["ridge_intensity"].m == pytest.approx(ridge)
-    assert 1 <= d["knee_tokens"].m / ridge < 1.15                    # bf16: n_0 = I* b_w / 2 = I*
+    assert d["achieved_ridge_intensity"].m == pytest.approx(achieved)
+    assert 1 <= d["knee_tokens"].m / achieved < 1.15                # bf16: n_0 = I_a b_w / 2 = I_a
     assert d["knee_tokens"].m == pytest.approx(pd.knee_by_bisection(pd.claim_spec()), rel=0.01)
-    assert d["decode_token_cost_ratio"].m == pytest.approx(ridge, rel=0.05)
+    assert d["decode_token_cost_ratio"].m == pytest.approx(achieved, rel=0.05)
+
+
+def test_no_time_at_the_datasheet_peak_unless_the_reader_asks():
+    """Both rates run at the achieved shares; the datasheet roof (shares of one) is only a floor on time."""
+    d, roof = chains.derive(SLUG), chains.derive(SLUG, compute_fraction=1.0, bandwidth_fraction=1.0)
+    assert d["prefill_time"].m == pytest.approx(roof["prefill_time"].m / 0.75)           # compute-bound
+    assert d["decode_step_time"].m == pytest.approx(roof["decode_step_time"].m / 0.866)  # memory-bound
+    assert chains.derive(SLUG, compute_fraction=0.5)["knee_tokens"].m < d["knee_tokens"].m < roof["knee_tokens"].m
 
 
 def test_a_short_prompt_is_memory_bound_like_decode():
-    short = pd.claim_chain(prompt_tokens=128)
+    short = pd.claim_chain(prompt_tokens=pd.CLAIM["short_prompt"])
     assert pd.bound(short, "t_pF", "t_pM") == "memory-bound"
 
 
@@ -39,6 +65,8 @@ def test_moe_reads_few_experts_at_one_token():
     (dict(prompt_tokens=0), "prompt_tokens"),
     (dict(gpu="x100"), "gpu"),
     (dict(n_params=1e9), "cannot be set"),
+    (dict(compute_fraction=1.5), "compute_fraction"),
+    (dict(bandwidth_fraction=0.0), "bandwidth_fraction"),
 ])
 def test_bad_inputs_are_refused(bad, match):
     with pytest.raises(ParameterError, match=match):
