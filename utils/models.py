@@ -10,9 +10,11 @@ Two architectures are covered, both read straight from the config fields in mode
   n_dense_layers dense FFN layers first, then MoE layers with routed and shared SwiGLU experts.
 
 Older and other decoders are read from a few more fields, all optional: a two-matrix GELU/ReLU MLP
-(ffn_matrices = 2: GPT-3, OPT), biases (qkv_bias, o_bias, mlp_bias), LayerNorm (norm_bias), a learned
-position table (learned_positions), gpt-oss's attention sinks, and sliding-window layers
-(kv_bytes_for_context keeps only the window for those).
+(ffn_matrices = 2: GPT-2/3, OPT, BLOOM, GPT-NeoX, Falcon, Phi), biases (qkv_bias, o_bias, mlp_bias,
+lm_head_bias), LayerNorm (norm_bias), one norm per layer for a parallel attention/MLP block
+(norms_per_layer = 1: Falcon-7B, Phi), a norm after the embedding (embedding_norm: BLOOM), a learned position
+table (learned_positions), gpt-oss's attention sinks, and sliding-window layers (kv_bytes_for_context keeps
+only the window for those).
 
 "Active" parameters are the ones multiplied per token, so forward FLOPs per token are about 2 x active:
 every attention and FFN weight a token passes through, the router and the LM head, but not the input
@@ -87,10 +89,14 @@ def param_count(m) -> dict[str, pint.Quantity]:
     d, layers, vocab = _n(m, "d_model"), _n(m, "n_layers"), _n(m, "vocab_size")
     tied = bool(m.get("tied_embeddings", False))
     embedding = vocab * d
-    lm_head = 0 if tied else vocab * d
+    lm_head = (0 if tied else vocab * d) + (vocab if m.get("lm_head_bias", False) else 0)   # Phi: a bias too
     attention = layers * _attention_params(m)
-    # pre-attention, pre-FFN, final: RMSNorm has a scale per element, LayerNorm (norm_bias) a bias as well
-    norms = (layers * 2 * d + d) * (2 if m.get("norm_bias", False) else 1)
+    # pre-attention, pre-FFN, final: RMSNorm has a scale per element, LayerNorm (norm_bias) a bias as well.
+    # A parallel block (Falcon-7B, Phi: attention and MLP read one normed input) has one norm per layer;
+    # BLOOM normalises the embedding output too (embedding_norm)
+    per_layer = _n(m, "norms_per_layer", 2)
+    norms = (layers * per_layer * d + d + (d if m.get("embedding_norm", False) else 0)) \
+        * (2 if m.get("norm_bias", False) else 1)
     positions = _n(m, "learned_positions", 0) * d                 # GPT-3, OPT: a learned position table
     expert = _ffn(m, d, _n(m, "moe_d_ff", 0)) if "moe_d_ff" in m else 0
     if is_moe(m):
@@ -108,7 +114,7 @@ def param_count(m) -> dict[str, pint.Quantity]:
     total = embedding + positions + lm_head + attention + norms + mlp + experts + router
     # With tied embeddings the one matrix is also the LM head, so it is multiplied per token. A learned
     # position table is a lookup, like the token embedding: stored, not multiplied.
-    active = attention + norms + mlp + experts_active + router + (embedding if tied else lm_head)
+    active = attention + norms + mlp + experts_active + router + (embedding + lm_head if tied else lm_head)
     counts = dict(total=total, active=active,
                   active_with_embedding=active + (0 if tied else embedding) + positions,
                   embedding=embedding, positions=positions, lm_head=lm_head, attention=attention, mlp=mlp,

@@ -44,6 +44,74 @@ def test_published_counts_from_config_files(name, total, active, rel):
         assert counts["active_with_embedding"].m == pytest.approx(active, rel=0.05 / 12.9)
 
 
+# Each family's own config.json (tests/data/configs/README.md says where each came from) against the count its
+# model card or paper publishes.
+@pytest.mark.parametrize("name, key, published, rel", [
+    # openai-community/gpt2 model card: "the smallest version of GPT-2, with 124M parameters"
+    ("gpt2.json", "total", 124e6, 0.5 / 124),
+    # bigscience/bloom-560m model card: "559,214,592 parameters"
+    ("bloom-560m.json", "total", 559_214_592, 0),
+    # EleutherAI/pythia-1b model card and the Pythia README: 1,011,781,632 total parameters
+    ("pythia-1b.json", "total", 1_011_781_632, 0),
+    # tiiuae/falcon-7b model card: "Falcon-7B is a 7B parameters causal decoder-only model" (the instruct model is
+    # the same architecture); counted 6.92B
+    ("falcon-7b-instruct.json", "total", 7e9, 0.5 / 7),
+    # Gemma report (arXiv:2403.08295), Table 2: 2B, 1,981,884,416 non-embedding parameters. Its 524,550,144
+    # embedding parameters are 256,128 rows; the config's vocab_size is 256,000, so only the rest is compared
+    ("gemma-2b.json", "non_embedding", 1_981_884_416, 0),
+    # microsoft/phi-2 model card: "Phi-2 is a Transformer with 2.7 billion parameters"; counted 2.78B, which the
+    # card rounds down (a 2.9% gap, allowed here and no more)
+    ("phi-2.json", "total", 2.7e9, 0.03),
+])
+def test_each_family_gives_its_published_count(name, key, published, rel):
+    counts = param_count(model_entry(CONFIGS / name))
+    counted = counts["total"].m - counts["embedding"].m - counts["lm_head"].m if key == "non_embedding" \
+        else counts["total"].m
+    assert counted == pytest.approx(published, rel=rel)
+
+
+def test_family_architectures_are_read_from_their_own_fields():
+    """What each family's fields change, part by part: GPT-2's position table, BLOOM's embedding norm and no
+    position table, Falcon-7B's single KV head and one norm per parallel block, Gemma's explicit head_dim."""
+    gpt2 = model_entry(CONFIGS / "gpt2.json")
+    assert gpt2.name == "gpt2 124M" and param_count(gpt2)["positions"].m == 1024 * 768
+    assert int(gpt2.q("max_context").m) == 1024 and gpt2.get("tied_embeddings") is True
+    bloom = param_count(model_entry(CONFIGS / "bloom-560m.json"))
+    assert bloom["positions"].m == 0 and bloom["norms"].m == (24 * 2 + 2) * 2 * 1024
+    falcon = model_entry(CONFIGS / "falcon-7b-instruct.json")
+    assert int(falcon.q("n_kv_heads").m) == 1 and param_count(falcon)["norms"].m == (32 + 1) * 2 * 4544
+    assert kv_bytes_per_token(falcon, 2).to("byte/token").m == 2 * 32 * 1 * 64 * 2
+    gemma = model_entry(CONFIGS / "gemma-2b.json")
+    assert int(gemma.q("head_dim").m) == 256 and gemma.get("tied_embeddings") is True
+    phi = param_count(model_entry(CONFIGS / "phi-2.json"))
+    assert phi["lm_head"].m == 51200 * 2560 + 51200
+
+
+def test_a_bad_family_field_is_named_as_the_config_names_it(tmp_path):
+    path = tmp_path / "gpt2.json"
+    path.write_text(json.dumps({**json.loads((CONFIGS / "gpt2.json").read_text()), "n_embd": "wide"}))
+    with pytest.raises(CatalogFileError, match="gpt2.json: n_embd must be a whole number >= 1, got 'wide'"):
+        model_entry(path)
+
+
+@pytest.mark.parametrize("change, sliding", [
+    ({"layer_types": ["sliding_attention", "full_attention"] * 16, "sliding_window": 128}, 16),
+    ({"model_type": "mistral", "sliding_window": 4096}, 32),
+    ({"model_type": "mistral", "sliding_window": 4096, "use_sliding_window": False}, 0),
+    ({"sliding_window": 4096}, 0),                    # a window with no layer named as sliding: every token
+])
+def test_sliding_window_layers_keep_only_the_window(tmp_path, change, sliding):
+    """The Llama 3.1 8B config with a window: sliding layers cache at most sliding_window tokens each."""
+    from utils.models import kv_bytes_for_context
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**LLAMA, **change}))
+    m = model_entry(path)
+    per_layer = kv_bytes_per_token(m, 2).to("byte/token").m / 32
+    window = change["sliding_window"]
+    kept = (32 - sliding) * 8192 + sliding * min(8192, window)
+    assert kv_bytes_for_context(m, 8192, 2).to("byte").m == per_layer * kept
+
+
 # DeepSeek-V3: README, 671B total and 37B activated. Kimi K2: 1.04T and 32B as the issue quotes the
 # model card; counted from the architecture it is 1.026T, 1.3% under (the catalog test allows 2%).
 @pytest.mark.parametrize("key, total, active, rel", [("deepseek-v3", 671e9, 37e9, 0.005),

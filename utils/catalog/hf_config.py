@@ -13,10 +13,19 @@ The book's model fields (utils/catalog/models.toml) are the config's, renamed; t
     DeepSeek-V3 / Kimi K2: n_routed_experts, n_shared_experts, first_k_dense_replace -> n_dense_layers,
              moe_intermediate_size -> moe_d_ff, q_lora_rank, kv_lora_rank, qk_nope_head_dim,
              qk_rope_head_dim, v_head_dim (multi-head latent attention)
-    gpt-oss (gpt_oss): Mixtral's expert fields, plus biases everywhere, a sink logit per head, and the
-             layer_types' sliding_attention layers with their sliding_window
+    gpt-oss (gpt_oss): Mixtral's expert fields, plus biases everywhere, and a sink logit per head
+    layer_types (any family): its sliding_attention layers -> n_sliding_layers with their sliding_window;
+             Mistral without layer_types: every layer when sliding_window is set; use_sliding_window false: none
     OPT (opt): ffn_dim -> d_ff of a two-matrix ReLU MLP, biases (enable_bias), LayerNorm, a learned position
              table of max_position_embeddings + 2 rows, tied embeddings unless the config says otherwise
+    GPT-2, BLOOM, GPT-NeoX, Falcon, Phi: a two-matrix GELU MLP, LayerNorm, and what differs by family --
+             GPT-2's and BLOOM's own names (n_embd or n_embed, n_layer, n_head, n_inner, n_positions), GPT-2's
+             learned position table of n_positions rows, BLOOM's norm after the embedding and ALiBi (no
+             position table), an MLP of n_inner (GPT-2), ffn_hidden_size (Falcon) or 4 x hidden_size when
+             absent, biases everywhere (GPT-2, BLOOM, Phi with its LM head's; GPT-NeoX's attention_bias;
+             Falcon's bias), one norm per layer for a parallel attention/MLP block (Falcon's parallel_attn,
+             Phi), Falcon's multi_query (one KV head) or num_kv_heads (new_decoder_architecture); GPT-2,
+             BLOOM, Falcon and Gemma tie the LM head to the embedding unless the config says otherwise
 
 Parameter counts are then computed by utils.models from these fields, exactly as for a catalog model.
 Every field is checked like a parameter: a count is a whole number >= 1 (>= 0 where zero means none), a
@@ -37,6 +46,25 @@ from utils.units import Q_
 
 _REQUIRED = {"hidden_size": "d_model", "num_hidden_layers": "n_layers", "num_attention_heads": "n_heads",
              "vocab_size": "vocab_size"}
+
+
+# Older families' own names for the same fields (BLOOM's n_embed is its older spelling of hidden_size)
+_ALIASES = {"n_embd": "hidden_size", "n_embed": "hidden_size", "n_layer": "num_hidden_layers",
+            "n_head": "num_attention_heads", "n_inner": "intermediate_size",
+            "n_positions": "max_position_embeddings"}
+_NAMES = "\0names"                           # the config's own name of each renamed field, for messages
+_CLASSIC = {"gpt2", "bloom", "gpt_neox", "falcon", "phi"}
+_TIED = {"gpt2", "bloom", "falcon", "gemma"}  # families whose LM head is the embedding unless the config says
+
+
+def _canonical(cfg: dict) -> dict:
+    """The config with each family's own field names also under the names the reader uses."""
+    out, names = dict(cfg), {}
+    for own, name in _ALIASES.items():
+        if cfg.get(name) is None and cfg.get(own) is not None:
+            out[name], names[name] = cfg[own], own
+    out[_NAMES] = names
+    return out
 
 
 def _read(path: Path) -> dict:
@@ -61,7 +89,8 @@ _LARGEST = 2 ** 53                            # the largest whole number a float
 def _whole(cfg: dict, field: str, path: Path, minimum: int) -> int:
     v = cfg[field]
     if isinstance(v, bool) or not isinstance(v, int) or not minimum <= v <= _LARGEST:
-        raise CatalogFileError(f"{path.name}: {field} must be a whole number >= {minimum}, got {v!r}")
+        own = cfg.get(_NAMES, {}).get(field, field)
+        raise CatalogFileError(f"{path.name}: {own} must be a whole number >= {minimum}, got {v!r}")
     return v
 
 
@@ -87,6 +116,7 @@ def _flag(cfg: dict, field: str, path: Path, default: bool) -> bool:
 
 def fields(cfg: dict, path: Path) -> dict:
     """The book's model fields from a config dict (the names models.toml uses)."""
+    cfg = _canonical(cfg)
     out = {book: _need(cfg, hf, path, book) for hf, book in _REQUIRED.items()}
     h = out["n_heads"]
     out["n_kv_heads"] = _need(cfg, "num_key_value_heads", path, "the KV cache") \
@@ -95,7 +125,8 @@ def fields(cfg: dict, path: Path) -> dict:
         else out["d_model"] // h
     if out["head_dim"] < 1:
         raise CatalogFileError(f"{path.name}: hidden_size {out['d_model']} is narrower than its {h} heads")
-    out["tied_embeddings"] = _flag(cfg, "tie_word_embeddings", path, False)
+    kind = str(cfg.get("model_type", ""))
+    out["tied_embeddings"] = _flag(cfg, "tie_word_embeddings", path, kind in _TIED)
     if cfg.get("max_position_embeddings") is not None:
         out["max_context"] = _need(cfg, "max_position_embeddings", path, "the context")
     dtype = cfg.get("torch_dtype") or cfg.get("dtype")
@@ -103,7 +134,6 @@ def fields(cfg: dict, path: Path) -> dict:
         out["weights_dtype"] = dtype                # the precision the checkpoint is stored in
     elif (cfg.get("quantization_config") or {}).get("quant_method") == "fp8":
         out["weights_dtype"] = "fp8"
-    kind = str(cfg.get("model_type", ""))
     if kind == "qwen2" or _flag(cfg, "attention_bias", path, False):
         out["qkv_bias"] = True
     if "kv_lora_rank" in cfg and cfg["kv_lora_rank"]:                    # multi-head latent attention
@@ -140,18 +170,59 @@ def fields(cfg: dict, path: Path) -> dict:
         # OPTLearnedPositionalEmbedding keeps 2 rows beyond max_position_embeddings
         out["learned_positions"] = _need(cfg, "max_position_embeddings", path, "the position table") + 2
         out["tied_embeddings"] = _flag(cfg, "tie_word_embeddings", path, True)
+    elif kind in _CLASSIC:
+        out.update(_classic(cfg, path, kind, out))
     else:
         out["d_ff"] = _need(cfg, "intermediate_size", path, "the FFN")
     if kind == "gpt_oss":   # biases on q, k, v, o, the experts and the router; a sink logit per head
         out.update(qkv_bias=True, o_bias=True, mlp_bias=True, router_bias=True, attention_sinks=True)
-        types = cfg.get("layer_types") or []
-        if not isinstance(types, list):
-            raise CatalogFileError(f"{path.name}: layer_types must be a list, got {types!r}")
-        sliding = [t for t in types if t == "sliding_attention"]
-        if sliding and cfg.get("sliding_window"):
-            out["n_sliding_layers"] = len(sliding)
-            out["sliding_window"] = _need(cfg, "sliding_window", path, "the sliding window")
+    out.update(_sliding(cfg, path, kind, out["n_layers"]))
     return out
+
+
+def _sliding(cfg: dict, path: Path, kind: str, layers: int) -> dict:
+    """Layers that attend to the last sliding_window tokens only, and so cache at most that many: those the
+    layer_types list names sliding_attention (gpt-oss, Gemma 2/3, any family that writes it), or every layer
+    of a Mistral whose config sets a window. A window the config switches off (use_sliding_window false, as
+    Qwen2's configs do) caches every token."""
+    types = cfg.get("layer_types")
+    if types is not None and not isinstance(types, list):
+        raise CatalogFileError(f"{path.name}: layer_types must be a list, got {types!r}")
+    if not cfg.get("sliding_window") or not _flag(cfg, "use_sliding_window", path, True):
+        return {}
+    n = sum(t == "sliding_attention" for t in types) if types else (layers if kind == "mistral" else 0)
+    if not n:
+        return {}
+    return {"n_sliding_layers": n, "sliding_window": _need(cfg, "sliding_window", path, "the sliding window")}
+
+
+def _classic(cfg: dict, path: Path, kind: str, out: dict) -> dict:
+    """GPT-2, BLOOM, GPT-NeoX, Falcon, Phi: a two-matrix GELU MLP and LayerNorm, then each family's own way."""
+    d = out["d_model"]
+    new = {"ffn_matrices": 2, "norm_bias": True}
+    if kind == "bloom":                                   # BloomMLP is always 4h wide; ALiBi, no position table
+        new["d_ff"], new["embedding_norm"] = 4 * d, True
+    elif kind in ("gpt2", "falcon"):
+        field = "intermediate_size" if kind == "gpt2" else "ffn_hidden_size"
+        new["d_ff"] = _need(cfg, field, path, "the FFN") if cfg.get(field) is not None else 4 * d
+    else:
+        new["d_ff"] = _need(cfg, "intermediate_size", path, "the FFN")
+    if kind == "gpt2":                                    # wpe: a learned row per position
+        new["learned_positions"] = _need(cfg, "max_position_embeddings", path, "the position table")
+    bias = {"gpt_neox": _flag(cfg, "attention_bias", path, True),
+            "falcon": _flag(cfg, "bias", path, False)}.get(kind, True)
+    new.update(qkv_bias=bias, o_bias=bias, mlp_bias=kind == "gpt_neox" or bias)
+    if kind == "phi":
+        new.update(norms_per_layer=1, lm_head_bias=True)
+    if kind == "falcon":
+        decoder = _flag(cfg, "new_decoder_architecture", path, False)
+        if decoder:
+            new["n_kv_heads"] = _need(cfg, "num_kv_heads", path, "the KV cache")
+        elif _flag(cfg, "multi_query", path, True):
+            new["n_kv_heads"] = 1
+        if _flag(cfg, "parallel_attn", path, True) and not decoder:
+            new["norms_per_layer"] = 1
+    return new
 
 
 def _size(n: float) -> str:
