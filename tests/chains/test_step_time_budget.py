@@ -7,19 +7,29 @@ import pytest
 from utils import chains
 from utils.chains import step_time_budget as st
 from utils.params import ParameterError
-from utils.verdicts import READING
+from utils.verdicts import UNCHECKABLE
 
 
-def test_claim_holds_under_its_reading():
+def test_claim_is_a_method_with_a_residual_and_cannot_be_checked():
     (c,) = st.claims()
-    assert c.verdict == READING and "end-to-end" in c.reading
+    assert c.verdict == UNCHECKABLE and not c.reading and "by construction" in c.reason
+
+
+def test_the_default_step_is_a_stand_in_labelled_an_assumption():
+    """No measured kind without a measurement: the default step is another model's published rate."""
+    ch = st.claim_chain()
+    kinds = {r.name: r.kind for r in ch.rows}
+    assert kinds["X"] == "assumption" and "measured" not in kinds.values()
+    assert st.budget_rows(ch)[-1][0] == "stand-in step"
+    mine = st.step_chain(**{**st.CLAIM_INPUTS, "measured_step_s": 20.0})
+    assert {r.name: r.kind for r in mine.rows}["t_ref"] == "measured" and st.budget_rows(mine)[-1][0] == "measured step"
 
 
 def test_budget_closes_and_each_suspect_has_its_own_metric():
     ck = st.checks()
     assert ck["closes"] and ck["one_each"] and len(st.SUSPECTS) == 5
     ch = ck["chain"]
-    assert sum(v for _, v in st.parts(ch)) == pytest.approx(ch["t_meas"].to("s").m, rel=1e-12)
+    assert sum(v for _, v in st.parts(ch)) == pytest.approx(ch["t_ref"].to("s").m, rel=1e-12)
 
 
 def test_compute_is_six_n_d_over_the_fleet():

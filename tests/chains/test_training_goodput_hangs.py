@@ -5,12 +5,22 @@ from utils import chains
 from utils.chains import training_goodput_hangs as tgh
 from utils.params import ParameterError
 from utils.training import failures
-from utils.verdicts import READING
+from utils.verdicts import HOLDS, READING
 
 
-def test_claims_hold_under_the_timeout_reading():
-    assert [c.verdict for c in tgh.claims()] == [READING, READING]
-    assert all(c.reading for c in tgh.claims())
+def test_the_clue_holds_by_nvml_and_the_times_under_the_timeout_reading():
+    assert [c.verdict for c in tgh.claims()] == [HOLDS, READING, READING]
+    assert all(c.reading.startswith("'") for c in tgh.claims()[1:])       # each reading quotes the words it reads
+
+
+def test_nvml_counts_any_kernel_and_sm_activity_counts_the_sms():
+    """NVML's utilisation is the share of time one or more kernels runs: a spinning kernel on a few SMs reads
+    100%, like a step of kernels on every SM; SM activity tells them apart. A gap between kernels lowers both."""
+    c = tgh.clue()
+    assert c["hang"]["nvml_util"] == c["work"]["nvml_util"] == 1.0
+    assert c["hang"]["sm_active"] == pytest.approx(16 / 132) and c["work"]["sm_active"] == pytest.approx(1.0)
+    gappy = tgh.counters([(0.0, 0.4, 132), (0.5, 0.9, 132), (0.3, 0.45, 8)], 1.0, 132)
+    assert gappy["nvml_util"] == pytest.approx(0.85)      # overlaps count once: 0-0.45 and 0.5-0.9
 
 
 def test_cost_per_minute_at_16384_gpus():

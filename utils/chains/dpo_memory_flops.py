@@ -7,6 +7,15 @@ under the policy (trained: 6N FLOPs per token, forward and backward) and under t
 sharded by stage); the reference only its bf16 weights. The reference's log-probabilities depend on
 nothing the training changes, so one forward pass over the dataset can compute them first and store one
 number per sequence; the loop then holds the policy alone.
+
+Two things the model memory alone hides. Activations: a Llama layer keeps about 40 bytes per token per unit
+of width for its backward (the activation-recompute chapter's count, scores never stored), tens of GB for a
+pair of 1k-token sequences of a 70B model; full recomputation keeps only each layer's input. A plan whose
+activations do not fit reports the shortfall and no run time. Traffic: under ZeRO-3 every micro-batch
+all-gathers the policy's weights twice (forward, backward) and reduce-scatters its gradients, and a sharded
+reference is all-gathered once more: four transfers of the model's bf16 bytes per GPU (ZeRO sec. 7), on a
+fabric at an achieved fraction of its datasheet rate, which the compute hides only with enough pairs per
+micro-batch. The precompute removes the reference's transfer: a quarter of the traffic.
 """
 from __future__ import annotations
 
@@ -15,11 +24,14 @@ from types import SimpleNamespace
 from utils import catalog, models
 from utils.chain import Chain, as_float
 from utils.chains import rl_actor_learner as rl
+from utils.chains.activation_recompute import llama_coefficients
 from utils.params import Param, ParameterError, Result, Spec
 from utils.training import ZERO_STAGE_NAMES, flops_per_parameter_token, zero_bytes_per_param
+from utils.training.collectives import all_gather_bytes, fsdp_bytes
 from utils.units import fmt, pct, q
 from utils.verdicts import HOLDS, Claim
 
+RECOMPUTE = ("full", "none")
 PARAMETERS = (
     Param("model", "llama-3-70b", "the policy (and its reference, the same architecture): a catalog key or "
           "config.json", check="model", source="catalog: Llama-3-70B"),
@@ -43,6 +55,14 @@ PARAMETERS = (
           source="this book's assumption; Llama 3 pre-training reports 0.38 to 0.43 (catalog: llama-3-405b-pretraining)"),
     Param("logprob_bytes", 4.0, "bytes to store one precomputed log-probability (fp32)", unit="byte",
           source="this book's assumption (fp32)"),
+    Param("recompute", "full", "activations kept for the backward: full (each layer's input only) or none",
+          check="choice", choices=RECOMPUTE, source="this book's assumption (a 70B policy's pair does not leave "
+          "room for more than one pair per micro-batch without it)"),
+    Param("fabric", "ib-ndr", "the scale-out fabric, one port per GPU (ZeRO's collectives cross nodes)",
+          check="interconnect", source="catalog: InfiniBand NDR"),
+    Param("link_efficiency", 0.81, "achieved share of the fabric's one-way datasheet rate in a large collective",
+          check="fraction", source="this book's assumption: nccl-tests ring all-reduce on 8x H200 NVLink reached "
+          "365.6 of 450 GB/s (catalog nvlink4 allreduce_busbw_measured, an alternative), a stand-in for the fabric"),
 )
 REFUSED = {name: "the parameter count follows from model= (a catalog key or a config.json); set model instead"
            for name in ("n_params",)}
@@ -52,6 +72,14 @@ RESULTS = (
     Result("reference_per_gpu", "GB", "Reference weights per GPU", of="M_r"),
     Result("memory_per_gpu", "GB", "Policy plus reference per GPU", of="M"),
     Result("reference_memory_share", "", "Reference share of that memory", of="s_M", percent=True),
+    Result("activations_per_pair", "GB", "Activations one pair keeps for the backward, at the recompute chosen",
+           of="a_pair"),
+    Result("pairs_that_fit", "", "Pairs per micro-batch whose activations fit beside the model", of="k_fit"),
+    Result("zero_traffic_per_gpu", "GB", "Bytes each GPU moves per micro-batch in the ZeRO collectives", of="V"),
+    Result("zero_comm_time", "s", "Those collectives' time per micro-batch on the fabric", of="t_z"),
+    Result("pairs_to_hide_comm", "", "Pairs per GPU per micro-batch whose compute hides that traffic", of="k_h"),
+    Result("reference_traffic_share", "", "Share of the traffic the precompute removes (the reference's gather)",
+           of="s_V", percent=True),
     Result("flops_per_token", "GFLOP/token", "FLOPs per pair token, policy and reference", of="c"),
     Result("flops_per_token_precomputed", "GFLOP/token", "FLOPs per pair token, reference precomputed", of="c_p"),
     Result("flops_per_pair", "TFLOP", "FLOPs per pair (chosen and rejected)", of="F_pair"),
@@ -86,7 +114,9 @@ def generation_rate(m, gpu, prompt_tokens, response_tokens):
 
 
 def dpo_chain(m, gpu, n_gpus, zero_stage, optimizer_bytes, reference_bytes_per_param, prompt_tokens,
-              response_tokens, n_pairs, epochs, mfu, logprob_bytes, *, source="parameters cell") -> Chain:
+              response_tokens, n_pairs, epochs, mfu, logprob_bytes, recompute="full", fabric=None,
+              link_efficiency=0.81, *, source="parameters cell") -> Chain:
+    fabric = fabric or catalog.interconnect("ib-ndr")
     n = models.param_count(m)
     k = flops_per_parameter_token()
     per_gpu = q(1, "GPU")
@@ -111,6 +141,21 @@ def dpo_chain(m, gpu, n_gpus, zero_stage, optimizer_bytes, reference_bytes_per_p
              source=gpu["hbm_capacity"].cite)
     ch.step("A", "C - M", "GB", "left for activations, reference in the loop")
     ch.step("A_p", "C - M_p", "GB", "left for activations, reference precomputed")
+    # --- activations: a Llama layer's own count (no scores stored), or each layer's input under full recompute
+    c_w = llama_coefficients(m)[0] if recompute == "none" else 2.0
+    ch.given("c_a", q(c_w, "byte/token"), "bytes kept per token per unit width per layer" +
+             (" (every tensor the backward reads)" if recompute == "none" else " (full recompute: the input)"),
+             kind="derived", source="the activation-recompute chapter's Llama layer, bf16")
+    ch.given("h", m["d_model"], "width")
+    ch.given("L", m["n_layers"], "layers")
+    ch.given("T_s", q(prompt_tokens + response_tokens, "token"), "tokens per sequence", kind="assumption",
+             source=source)
+    ch.step("a_pair", "2*T_s*c_a*h*L", "GB", "activations of one pair (two sequences)")
+    k_fit = max(0, int(as_float(ch["A"], "GB") // as_float(ch["a_pair"], "GB")))
+    ch.given("k_fit", k_fit, "pairs per micro-batch that fit, floor(A / a_pair)", kind="derived", source="this chain")
+    fits = k_fit >= 1
+    if not fits:
+        ch.step("S_a", "a_pair - A", "GB", "the shortfall: one pair's activations over what is left")
     # --- FLOPs per token
     ch.given("k_t", q(k["train"], "FLOP/parameter/token"), "policy: forward and backward", kind="derived",
              source="the 6ND chapter")
@@ -136,8 +181,37 @@ def dpo_chain(m, gpu, n_gpus, zero_stage, optimizer_bytes, reference_bytes_per_p
     ch.given("P_g", gpu.q("bf16_dense").to("TFLOP/s") / per_gpu, "dense bf16 rate per GPU",
              kind=gpu["bf16_dense"].kind, source=gpu["bf16_dense"].cite)
     ch.given("mu", mfu, "MFU", kind="assumption", source=source)
-    ch.step("H", "F/(mu*P_g)", "hour*GPU", "GPU-hours of the run")
-    ch.step("t_run", "H/n_d", "hour", "wall-clock on the job's GPUs")
+    # --- the data-parallel collectives per micro-batch: ZeRO-3 moves the weights, not only the gradients
+    w = 2 * as_float(ch["N"], "parameter")            # bf16 weights and gradients on the wire
+    sharded = zero_stage == 3
+    v_pol = fsdp_bytes(w, n_gpus, transfers=3) if sharded else 2 * all_gather_bytes(w, n_gpus)
+    v_ref = all_gather_bytes(reference_bytes_per_param / 2 * w, n_gpus) if sharded else 0.0
+    ch.given("V_p", q(v_pol, "byte").to("GB"), "policy: " + ("two all-gathers and a reduce-scatter" if sharded
+             else "the gradients' all-reduce"), kind="derived", source="ZeRO (arXiv:1910.02054) sec. 7; "
+             "utils.training.collectives")
+    ch.given("V_r", q(v_ref, "byte").to("GB"), "reference: " + ("one all-gather" if sharded else "none (replicated)"),
+             kind="derived", source="sharded like the policy's weights under ZeRO-3")
+    ch.step("V", "V_p + V_r", "GB", "bytes each GPU moves per micro-batch")
+    ch.step("s_V", "V_r/V", "", "the reference's share, which the precompute removes")
+    ch.given("B_f", fabric.q("bandwidth_unidirectional").to("GB/s"), f"{fabric.name}, one direction per GPU",
+             kind=fabric["bandwidth_unidirectional"].kind, source=fabric["bandwidth_unidirectional"].cite)
+    ch.given("eta", link_efficiency, "achieved share of the fabric's rate", kind="assumption", source=source)
+    ch.given("n_1", per_gpu, "one GPU", kind="derived", source="per GPU")
+    ch.step("t_pr", "r*T*c/(mu*P_g*n_1)", "s", "compute time of one pair on one GPU")
+    ch.step("t_pp", "r*T*c_p/(mu*P_g*n_1)", "s", "the same, reference precomputed")
+    if not fits:                          # a plan that does not fit has no time, no run and no cost
+        for name, unit in (("t_z", "s"), ("k_h", ""), ("H", "hour*GPU")):
+            ch.value(name, q(float("nan"), unit))
+    else:
+        ch.step("t_z", "V/(eta*B_f)", "s", "the collectives' time per micro-batch")
+        ch.step("t_zp", "V_p/(eta*B_f)", "s", "the collectives' time, reference precomputed")
+        ch.value("k_h", q(float(-(-as_float(ch["t_z"], "s") // as_float(ch["t_pr"], "s"))), ""))
+        # the collectives overlap the compute; what the fitting pairs' compute cannot hide stretches the run
+        ch.given("x", max(1.0, as_float(ch["t_z"], "s") / (k_fit * as_float(ch["t_pr"], "s"))),
+                 "stretch: max(1, t_z / (k_fit x t_pr)), the traffic the fitting pairs cannot hide", kind="derived",
+                 source="this chain")
+        ch.step("H", "x*F/(mu*P_g)", "hour*GPU", "GPU-hours of the run")
+        ch.step("t_run", "H/n_d", "hour", "wall-clock on the job's GPUs")
     # --- what an on-policy loop would spend generating the same responses
     r_a = generation_rate(m, gpu, prompt_tokens, response_tokens)
     ch.given("R", q(epochs * n_pairs * 2 * response_tokens, "token"),
@@ -156,12 +230,14 @@ def _args(p) -> dict:
     return dict(m=p.model, gpu=p.gpu, n_gpus=p.n_gpus, zero_stage=p.zero_stage, optimizer_bytes=p.optimizer_bytes,
                 reference_bytes_per_param=p.reference_bytes_per_param, prompt_tokens=p.prompt_tokens,
                 response_tokens=p.response_tokens, n_pairs=p.n_pairs, epochs=p.epochs, mfu=p.mfu,
-                logprob_bytes=p.logprob_bytes)
+                logprob_bytes=p.logprob_bytes, recompute=p.recompute, fabric=p.fabric,
+                link_efficiency=p.link_efficiency)
 
 
 def defaults() -> dict:
     d = {x.name: x.default for x in PARAMETERS}
     d["m"], d["gpu"] = catalog.model(d.pop("model")), catalog.accelerator(d["gpu"])
+    d["fabric"] = catalog.interconnect(d["fabric"])
     return d
 
 
@@ -191,10 +267,12 @@ def claims() -> list[Claim]:
         derived=f"{fmt(q(0, 'token'))} generated, {fmt(q(0, 'GB'))} broadcast; reference {pct(ch['s_M'])} of memory",
         verdict=HOLDS,
         reason=(f"The loss reads only the fixed pairs: the step generates nothing (an on-policy step of "
-                f"{fmt(q(rl.CLAIM_INPUTS['rollout_tokens_per_step'], 'token'))} would), broadcasts nothing (it would "
-                f"send {fmt(st['W_b'])}) and calls no reward model; what remains is one job whose reference adds "
-                f"{fmt(ch['M_r'])} to the policy's {fmt(ch['M_p'])} and "
-                f"{fmt(ch['c'] - ch['c_p'])} to its {fmt(ch['c_p'])}."))]
+                f"{fmt(q(rl.CLAIM_INPUTS['rollout_tokens_per_step'], 'token'))} would), sends no weights from a "
+                f"learner to a rollout engine (that broadcast is {fmt(st['W_b'])}) and calls no reward model; what "
+                f"remains is one job whose reference adds {fmt(ch['M_r'])} to the policy's {fmt(ch['M_p'])} and "
+                f"{fmt(ch['c'] - ch['c_p'])} to its {fmt(ch['c_p'])}. The weights still move inside that job: "
+                f"ZeRO-3 gathers them, and reduce-scatters the gradients, at {fmt(ch['V'])} per GPU per micro-batch, "
+                f"{pct(ch['s_V'])} of it the reference's gather, which the precompute removes."))]
 
 
 # --- the page's sections ----------------------------------------------------------------------------
@@ -205,13 +283,21 @@ def counted_route() -> dict:
     return dict(counted=b, params=n, formula=zero_bytes_per_param(0, 1, k=defaults()["optimizer_bytes"]))
 
 
-def stage_rows(p) -> list[tuple[str, object, object, object]]:
-    """(stage, policy per GPU, reference per GPU, fits on the GPU) for every ZeRO stage at p's inputs."""
+def stage_rows(p) -> list[tuple[str, object, object, int]]:
+    """(stage, policy per GPU, reference per GPU, pairs per micro-batch that fit) for every ZeRO stage at p's inputs."""
     out = []
     for s in (0, 1, 2, 3):
         ch = dpo_chain(**{**_args(p), "zero_stage": s})
-        out.append((ZERO_STAGE_NAMES[s], ch["M_p"], ch["M_r"], as_float(ch["A"], "GB") > 0))
+        out.append((ZERO_STAGE_NAMES[s], ch["M_p"], ch["M_r"], int(as_float(ch["k_fit"]))))
     return out
+
+
+def fit_text(ch: Chain) -> dict:
+    """The page's sentences on whether the plan fits: the run's time only for a plan that fits, else the shortfall."""
+    if as_float(ch["k_fit"]) < 1:
+        return {"c-run": "no run time: the plan does not fit", "c-fit": f"does not fit: one pair's activations, "
+                f"{fmt(ch['a_pair'])}, exceed what is left by {fmt(ch['S_a'])}"}
+    return {"c-run": fmt(ch["t_run"]), "c-fit": f"fits {fmt(ch['k_fit'])} pairs per micro-batch"}
 
 
 def memory_bars(keys=("llama-3-8b", "llama-3-70b", "llama-3-405b"), n_gpus=64) -> dict:
@@ -226,7 +312,9 @@ def memory_bars(keys=("llama-3-8b", "llama-3-70b", "llama-3-405b"), n_gpus=64) -
 def what_changes(p, ch: Chain) -> dict:
     z0 = dpo_chain(**{**_args(p), "zero_stage": 0})
     e3 = dpo_chain(**{**_args(p), "epochs": 3})
-    return {"w-z0-mem": fmt(z0["M"]), "w-z0-share": pct(z0["s_M"]), "w-share": pct(ch["s_M"]),
+    rn = dpo_chain(**{**_args(p), "recompute": "none"})
+    return {"w-rn-act": fmt(rn["a_pair"]), "w-rn-fit": fmt(rn["k_fit"]), "w-rn-hours": fmt(rn["H"]),
+            "w-z0-mem": fmt(z0["M"]), "w-z0-share": pct(z0["s_M"]), "w-share": pct(ch["s_M"]),
             "w-e3-saved": fmt(e3["F_saved"]), "w-e3-share": pct(e3["F_saved"] / e3["F"]),
             "w-flop-share": pct((ch["c"] - ch["c_p"]) / ch["c"])}
 
@@ -236,7 +324,8 @@ def exercises(p, ch: Chain) -> dict:
     e1 = dpo_chain(**{**base, "m": catalog.model("llama-3-8b"), "n_gpus": 8, "zero_stage": 0})
     e2 = dpo_chain(**{**base, "epochs": 3})
     e3 = dpo_chain(**{**base, "m": catalog.model("llama-3-405b"), "n_gpus": 128})
-    return {"ex1-mem": fmt(e1["M"]), "ex1-left": fmt(e1["A"]), "ex1-cap": fmt(e1["C"]),
+    return {"ex1-mem": fmt(e1["M"]), "ex1-left": fmt(e1["A"]), "ex1-cap": fmt(e1["C"]), "ex2-epochs": fmt(q(3, "")),
+            "ex3-fit": fmt(e3["k_fit"]), "ex3-hide": fmt(e3["k_h"]),
             "ex2-saved": fmt(e2["F_saved"]), "ex2-share": pct(e2["F_saved"] / e2["F"]),
             "ex2-pre": fmt(e2["F_pre"]),
             "ex3-gpus": fmt(q(128, "GPU")), "ex3-pol": fmt(e3["M_p"]), "ex3-ref": fmt(e3["M_r"]), "ex3-hours": fmt(e3["H"])}

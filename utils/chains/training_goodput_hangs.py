@@ -3,7 +3,8 @@
 Goodput is productive step time over wall time. With interruptions every M = 1/(r_f N), checkpoints every
 tau of delta each, and a stall t_r per interruption, utils.training.failures gives G = 1 - delta/tau - tau/(2 M_u)
 - t_r/M at Young's tau. A hang adds to t_r the time before anyone knows: the collective's timeout, during
-which every GPU of the job is busy waiting (an NCCL kernel spinning looks like work). The rank to blame
+which every GPU of the job is busy waiting (an NCCL kernel spinning reads as full utilisation, which NVML
+defines as the share of time any kernel runs, though it occupies a few SMs). The rank to blame
 is named by per-rank collective sequence numbers (utils.training.hang_detect, run for real in the chapter).
 """
 from __future__ import annotations
@@ -20,8 +21,8 @@ from utils.training.failures import (
     TAU_FORMULA,
     goodput,
 )
-from utils.units import duration, fmt, q
-from utils.verdicts import READING, Claim
+from utils.units import duration, fmt, pct, q
+from utils.verdicts import HOLDS, READING, WRONG, Claim
 
 PARAMETERS = (
     Param("n_gpus", 16384, "GPUs in the job", unit="GPU", check="whole",
@@ -107,23 +108,65 @@ QUOTE_SECONDS = ("A hang is a collective that one rank never entered, and findin
                  "do when it is not enabled, and the four causes that a missing rank turns out to be.")
 
 
+# The clue, checked from NVIDIA's own definitions of the two counters a reader would look at.
+NVML_UTIL = ("NVML API reference, nvmlUtilization_t.gpu: 'Percent of time over the past sample period during which "
+             "one or more kernels was executing on the GPU' (what nvidia-smi and torch.cuda.utilization report)")
+DCGM_SM_ACTIVE = ("DCGM profiling metrics, DCGM_FI_PROF_SM_ACTIVE: the fraction of time at least one warp was active "
+                  "on a multiprocessor, averaged over all multiprocessors")
+HANG_KERNEL = dict(sms=132, nccl_blocks=16)     # an H100 SXM's SMs; one NCCL block per channel (this book's assumption)
+
+
+def counters(kernels, period: float, sms: int) -> dict:
+    """NVML's utilisation and DCGM's SM activity over one sample period, from a kernel timeline: a list of
+    (start, end, SMs occupied). NVML counts the time any kernel runs; SM activity weights it by the SMs busy."""
+    edges = sorted({0.0, period} | {min(max(t, 0.0), period) for k in kernels for t in k[:2]})
+    busy = 0.0
+    for a, b in zip(edges, edges[1:]):
+        busy += (b - a) * any(s <= a and e >= b for s, e, _ in kernels)
+    sm = sum((min(e, period) - max(s, 0.0)) * n for s, e, n in kernels) / (period * sms)
+    return dict(nvml_util=busy / period, sm_active=sm)
+
+
+def clue() -> dict:
+    """A hang: one NCCL kernel spins through the whole sample on a few SMs. A healthy step: kernels back to back
+    on every SM. Both read 100% to NVML; only SM activity tells them apart."""
+    k = HANG_KERNEL
+    hang = counters([(0.0, 1.0, k["nccl_blocks"])], 1.0, k["sms"])
+    work = counters([(i / 10, (i + 1) / 10, k["sms"]) for i in range(10)], 1.0, k["sms"])
+    return dict(hang=hang, work=work, **k)
+
+
 def claims() -> list[Claim]:
     t_w = q(SPEC.defaults()["timeout_minutes"], "minute")     # NCCL's default, the parameter's source
+    c = clue()
+    same = c["hang"]["nvml_util"] == c["work"]["nvml_util"] == 1.0
     return [
+        Claim("clue", quote=QUOTE_MINUTES, source="spec/001, paragraph on hangs and full GPU utilisation",
+              claimed="full utilisation during a hang, identical to real work",
+              derived=f"NVML utilisation {pct(c['hang']['nvml_util'])} hung, {pct(c['work']['nvml_util'])} working; "
+                      f"SM activity {pct(c['hang']['sm_active'])} against {pct(c['work']['sm_active'])}",
+              verdict=HOLDS if same else WRONG,
+              nearest_true="" if same else "the utilisation counter tells a hang from work",
+              reason=f"NVIDIA defines the utilisation nvidia-smi shows as the share of time one or more kernels was "
+                     f"executing, so an NCCL kernel spinning on {c['nccl_blocks']} of {c['sms']} SMs reads "
+                     f"{pct(c['hang']['nvml_util'])}, as a step of back-to-back matmuls does; the kernel does not keep "
+                     f"the SMs busy (DCGM's SM activity reads {pct(c['hang']['sm_active'])}), and that second counter "
+                     "is the one that tells the two apart"),
         Claim("minutes", quote=QUOTE_MINUTES, source="spec/001, paragraph on hangs and full GPU utilisation",
               claimed="in minutes", derived=f"the watchdog fires after {duration(t_w)}",
               verdict=READING,
               reason=f"no rank is named until the timeout fires, {duration(t_w)} at NCCL's default; the "
                      "sequence-number comparison after it is one read per rank, so the whole finds the rank "
                      "in minutes",
-              reading="minutes counted from the hang, the watchdog's default timeout included; the clue of full "
-                      "utilisation is not checked here (a CPU reproducer has no GPU counters)"),
+              reading="'finds the mismatched rank in minutes', read as minutes counted from the hang, the watchdog's "
+                      "default timeout included"),
         Claim("seconds", quote=QUOTE_SECONDS, source="spec/001, paragraph on hangs and the flight recorder",
               claimed="in seconds", derived=f"seconds after a dump that comes {duration(t_w)} after the hang",
               verdict=READING,
               reason=f"the recorder is dumped when the watchdog fires, {duration(t_w)} after the hang at the "
                      "default; comparing the ranks' sequence numbers in the dump then takes seconds",
-              reading="seconds from the dump, not from the hang: from the hang it is the timeout, minutes"),
+              reading="'the flight recorder that answers that in seconds', read as seconds from the dump, not from the "
+                      "hang: from the hang it is the timeout, minutes"),
     ]
 
 

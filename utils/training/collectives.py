@@ -12,7 +12,7 @@ Works on plain numbers and on pint quantities alike (bytes in, bytes out).
 The published defaults a ring all-reduce is timed with (NCCL's per-step latencies, PyTorch DDP's and
 Megatron-LM's gradient buckets) are read from the software catalog here, once for every chapter.
 
-Chapters: parallelism-placement, ring-allreduce, training-state-memory.
+Chapters: dpo-memory-flops, parallelism-placement, ring-allreduce, training-state-memory.
 """
 from __future__ import annotations
 

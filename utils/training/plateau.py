@@ -10,8 +10,11 @@ The checks, in the order that costs least to run (spec/001's paragraph on a loss
 Each check reads only the per-step log a real run records, and fires at the first step its rule is met.
 
 The loop is a seeded linear regression on the CPU, single-threaded and deterministic, so the table of
-which check fires after how many steps is the same on every machine. torch is imported inside run(), so the
-chain module can read the schedule and the check names without it.
+which check fires after how many steps is the same on every machine. It trains with Adam, the optimizer the
+book's memory chapters assume (AdamW's decoupled weight decay does not touch the gradient, so it is left
+out), or with plain SGD: the two differ where it matters. Adam's update m/sqrt(v) does not change when every
+gradient is scaled by one factor, so a tiny clipping norm that stalls SGD does not stall Adam. torch is
+imported inside run(), so the chain module can read the schedule and the check names without it.
 
 Chapters: loss-plateau.
 """
@@ -19,6 +22,8 @@ from __future__ import annotations
 
 import math
 
+OPTIMIZERS = ("adam", "sgd")
+ADAM = dict(beta1=0.9, beta2=0.999, eps=1e-8)   # torch.optim.AdamW's defaults
 FAULTS = ("none", "stalled_counter", "lr_zero", "tiny_clip", "repeated_data", "scaler_collapse", "zero_rank")
 CHECKS = ("step counter", "learning rate and grad norm", "data repeating", "loss scaler", "rank gradients")
 
@@ -32,10 +37,12 @@ def cosine_lr(step: int, peak: float, warmup: int, total: int, floor: float = 0.
 
 
 def run(fault: str = "none", steps: int = 200, ranks: int = 4, batch: int = 8, dim: int = 16,
-        shard: int = 8192, lr: float = 0.05, seed: int = 0) -> list[dict]:
+        shard: int = 8192, lr: float = 0.05, seed: int = 0, optimizer: str = "adam") -> list[dict]:
     """Train y = X w* with `ranks` simulated data-parallel ranks; return one log record per step."""
     if fault not in FAULTS:
         raise ValueError(f"fault must be one of {FAULTS}, got {fault!r}")
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {optimizer!r}")
     import torch
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
@@ -47,6 +54,7 @@ def run(fault: str = "none", steps: int = 200, ranks: int = 4, batch: int = 8, d
     Xh = torch.randn(256, dim, generator=g)              # held out: what the loss on new data does
     yh = Xh @ w_true + 0.1 * torch.randn(256, generator=g)
     w = torch.zeros(dim, requires_grad=True)
+    m, v = torch.zeros(dim), torch.zeros(dim)                # Adam's moments
     scale, step_counter, log = 2.0 ** 16, 0, []
     total = steps if fault != "lr_zero" else steps // 10   # decayed to zero a tenth of the way in
     for it in range(steps):
@@ -69,9 +77,16 @@ def run(fault: str = "none", steps: int = 200, ranks: int = 4, batch: int = 8, d
         if overflow:
             scale /= 2                                    # the scaler halves and skips the step
         elif fault != "stalled_counter":                 # stalled: relaunched from one checkpoint, no step
-            with torch.no_grad():
-                w -= rate * grad
             step_counter += 1
+            with torch.no_grad():
+                if optimizer == "sgd":
+                    w -= rate * grad
+                else:                                     # Adam with bias correction, as torch.optim.AdamW
+                    b1, b2 = ADAM["beta1"], ADAM["beta2"]
+                    m.mul_(b1).add_((1 - b1) * grad)
+                    v.mul_(b2).add_((1 - b2) * grad * grad)
+                    m_hat, v_hat = m / (1 - b1 ** step_counter), v / (1 - b2 ** step_counter)
+                    w -= rate * m_hat / (v_hat.sqrt() + ADAM["eps"])
         full = float(((X @ w.detach() - y) ** 2).mean())
         heldout = float(((Xh @ w.detach() - yh) ** 2).mean())
         log.append(dict(it=it, step=step_counter, lr=rate, grad_norm=float(grad.norm() / clip), clip=clip,
@@ -126,11 +141,11 @@ def diagnose(log) -> tuple[str | None, int | None]:
     return None, None
 
 
-def fault_table(steps: int = 200) -> list[dict]:
+def fault_table(steps: int = 200, optimizer: str = "adam") -> list[dict]:
     """Each fault injected in turn: which check catches it, after how many steps, and the final loss."""
     rows = []
     for fault in FAULTS:
-        log = run(fault, steps=steps)
+        log = run(fault, steps=steps, optimizer=optimizer)
         name, at = diagnose(log)
         rows.append(dict(fault=fault, caught_by=name, steps_to_catch=None if at is None else at + 1,
                          first_loss=log[0]["loss"], final_loss=log[-1]["loss"],
