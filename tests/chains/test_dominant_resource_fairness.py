@@ -6,14 +6,15 @@ import pytest
 from utils import chains
 from utils.chains import dominant_resource_fairness as chapter
 from utils.params import ParameterError
-from utils.verdicts import READING
+from utils.verdicts import UNCHECKABLE
 
 SLUG = "dominant-resource-fairness"
 
 
-def test_claim_holds_under_the_reading_on_the_papers_example():
+def test_the_loop_reproduces_the_paper_and_the_bug_story_cannot_be_checked():
+    """The bug is an incident the source names no code for: reproducing it needs a flaw of the book's own."""
     (c,) = chapter.claims()
-    assert c.verdict == READING and c.reading
+    assert c.verdict == UNCHECKABLE and not c.reading
     ck = chapter.checks()
     assert ck["fair"].tasks == (3, 2) and set(ck["fair"].shares) == {Fraction(2, 3)}   # the paper, sec. 4
     assert ck["bug"].tasks == (4, 0) and ck["bug_skip"].tasks == (4, 1)

@@ -10,7 +10,10 @@ def test_chapter_claim_holds_under_the_peak_reading():
     ck = chapter.checks()
     assert ck["exp_peak"] == ck["constant_peak"] == 1000
     assert ck["exp_attempts"] < ck["constant_attempts"]                   # backoff does cut the attempts
+    # the herd on every one of the seeds, and jitter below it on every one
+    assert ck["spread"]["exponential"] == (1000, 1000)
     assert ck["spread"]["full_jitter"][1] < 250 and ck["spread"]["decorrelated"][1] < 100
+    assert "does nothing for a thousand clients" in c.reading and "seeds" in c.derived
 
 
 def test_chapter_results_and_the_closed_form():

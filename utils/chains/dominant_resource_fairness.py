@@ -14,7 +14,7 @@ from utils.chain import Chain, memoised
 from utils.components.drf import allocate, dominant_resource, partition_tasks, progressive_filling
 from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, num, pct, q
-from utils.verdicts import READING, WRONG, Claim
+from utils.verdicts import UNCHECKABLE, WRONG, Claim
 
 NODE = "MLCommons Inference v4.1, NVIDIA H200-SXM-141GBx8 system description (read 2026-12-01)"
 USERS = ("train", "prep", "eval")
@@ -170,14 +170,16 @@ def claims() -> list[Claim]:
                 "a tie-break bug gives one user everything",
         derived=f"A {fair.tasks[0]}, B {fair.tasks[1]}, both at a dominant share of {share}; floored shares: "
                 f"A {bug.tasks[0]}, B {bug.tasks[1]}",
-        verdict=READING if ok else WRONG,
-        reading="the bug is a fixed tie-break (the first user wins) under a comparison that ties every round, "
-                "here dominant shares rounded down to integers; with exact shares the tie-break changes nothing "
-                "on the paper's example",
+        # The rule and the loop hold against the paper, but the sentence's assertion is an incident (the bug that
+        # gave one user everything) with no code, cluster or comparison named: the book can reproduce it only by
+        # adding a flaw of its own (floored shares), which is the book checked against itself.
+        verdict=UNCHECKABLE if ok else WRONG,
         nearest_true="" if ok else "the loop does not reproduce the paper, or the tie-break bug does not starve a user",
-        reason=f"on the paper's cluster the loop gives A {fair.tasks[0]} tasks and B {fair.tasks[1]}, both at a "
+        reason=f"the source names no code, cluster or comparison for its bug; on the paper's cluster the loop gives "
+               f"A {fair.tasks[0]} tasks and B {fair.tasks[1]}, both at a "
                f"dominant share of {share}, as the paper says; with shares floored to integers every round is a "
-               f"tie, the first user wins each one, and A takes {bug.tasks[0]} tasks to B's {bug.tasks[1]}.")]
+               f"tie, the first user wins each one, and A takes {bug.tasks[0]} tasks to B's {bug.tasks[1]}, a bug of the "
+               f"book's own making.")]
 
 
 def check_text(ck: dict) -> dict:

@@ -129,7 +129,7 @@ def billing_chain(price: float, gpus: int, days: float, rounding: str, n_jobs: i
     bills = rounding_table(jobs, dp)
     b = bills[rounding]
     ch = Chain("A month of per-second records, and the partial-hour rule")
-    ch.given("p", q(price, "USD/GPU/hour"), "price per GPU-hour", kind="spec", source=price_source)
+    ch.given("p", q(price, "USD/GPU/hour"), "price per GPU-hour", kind="market", source=price_source)
     ch.given("G", q(gpus, "GPU"), "GPUs, one per-second record each per second", kind="assumption", source=source)
     ch.given("T", q(days, "day"), "billing period", kind="assumption", source=source)
     ch.step("N", "G*T", "GPU*s", "GPU-seconds: one record each")
@@ -198,7 +198,8 @@ def claims() -> list[Claim]:
                 f"{fmt(abs(base['e64']), 'USD', digits=3)} on {fmt(float(base['exact']), 'USD', digits=3)}; the float "
                 f"route to a per-started-minute bill overbills {pct(ceil['share'])} of whole-minute durations",
         verdict=HOLDS if real else (READING if overbills else WRONG),
-        reading=(f"floats anywhere in the billing path, not only the running sum: hours as seconds over an hour's "
+        reading=(f"'the floating-point trap that costs real money' read as floats anywhere in the billing path, "
+                 f"not only the running sum: hours as seconds over an hour's "
                  f"seconds and then a ceiling of minutes bills one minute too many on {pct(ceil['share'])} "
                  f"of whole-minute durations, and a "
                  f"float32 total stops growing at {fmt(base['s32'], 'USD', digits=3)}. Read as the float64 sum alone, the "
