@@ -5,12 +5,12 @@ import pytest
 from utils import chains
 from utils.chains import api_gateway_sizing as gw
 from utils.params import ParameterError
-from utils.verdicts import READING
+from utils.verdicts import UNCHECKABLE
 
 
-def test_claim_holds_under_its_reading():
+def test_claim_is_the_books_own_inventory_so_cannot_be_checked():
     (c,) = gw.claims()
-    assert c.verdict == READING and c.reading
+    assert c.verdict == UNCHECKABLE and not c.reading
     k = gw.checks()
     assert k["n_boxes"] == 7 and k["distinct"] and k["covers"]
     assert k["admitted"] == int(k["chain"]["U_m"].m) and k["step_ratio"] == pytest.approx(1, abs=1e-12)
@@ -42,3 +42,12 @@ def test_more_users_more_replicas_and_the_boxes_table_has_seven_rows():
     assert small["replicas"] < big["replicas"]
     table = gw.boxes_table(gw.sizing(gw.claim_inputs()))
     assert table.count("\n") == 8
+
+
+def test_at_a_prefill_mfu_of_forty_percent_throughput_binds_and_the_count_grows():
+    """The audit's case: at multimodal-prefill's MFU the throughput side binds first and more replicas are needed."""
+    base = chains.derive("api-gateway-sizing")
+    slow = chains.derive("api-gateway-sizing", compute_fraction=gw.MM_MFU)
+    assert base["users_per_replica"] == base["users_per_replica_memory"]
+    assert slow["users_per_replica"] == slow["users_per_replica_throughput"] < base["users_per_replica"]
+    assert slow["replicas"].m > base["replicas"].m

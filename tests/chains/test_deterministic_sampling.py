@@ -1,20 +1,18 @@
 """deterministic-sampling's chain: the claim judged by running the reduction, the published cost reproduced
 (and LMSYS's restatement of it), bad inputs refused by name, and properties."""
-import math
-
 import pytest
 
 from utils import chains
 from utils.chains import deterministic_sampling as chapter
 from utils.params import ParameterError
-from utils.verdicts import READING
+from utils.verdicts import HOLDS
 
 SLUG = "deterministic-sampling"
 
 
-def test_claim_holds_under_its_reading():
+def test_claim_holds_as_written():
     (c,) = chapter.claims()
-    assert c.verdict == READING and c.reading
+    assert c.verdict == HOLDS and not c.reading
     ck = chapter.checks()
     assert len(ck["greedy"]) == 1 < len(ck["warm"])
     assert ck["pick"]["variant", "one"] != ck["pick"]["variant", "many"]
@@ -34,9 +32,17 @@ def test_published_figures_of_the_demonstration():
     assert (r["splits_small_batch"].m, r["splits_large_batch"].m) == (16, 1)
     assert 0.5 < r["logits_changed"].m <= 1 and 1 <= r["top_shift_ulps"].m < 256
     assert r["flip_per_token_observed"].m == pytest.approx(1 - 0.078 ** (1 / 1000), rel=1e-12)
-    s_obs = r["gap_noise_implied"].m
-    assert s_obs == pytest.approx(r["flip_per_token_observed"].m * 2 * math.sqrt(2 * math.pi), rel=1e-12)
-    assert r["gap_noise_fp32"].m < 1e-4 < s_obs     # one float32 reduction is far below what the model shows
+    assert r["gap_noise_fp32"].m < 1e-4
+
+
+def test_the_uniform_flip_model_contradicts_the_run_it_is_fitted_to():
+    """The audit's point: a uniform per-token rate that gives the modal share forks about a quarter of the
+    completions inside the 102 tokens on which the published run had them all agree."""
+    r = chains.derive(SLUG)
+    survive = (1 - r["flip_per_token_observed"].m) ** 102
+    assert survive == pytest.approx(0.77, abs=0.005)
+    assert r["early_divergences_uniform"].m == pytest.approx(1000 * (1 - survive), rel=1e-12)
+    assert r["early_divergences_uniform"].m > 200
 
 
 @pytest.mark.parametrize("name,value", [("gpu", "nope"), ("reduction_len", 0), ("columns", 2.5), ("batch_large", 1),
@@ -52,7 +58,6 @@ def test_wider_gaps_flip_less_and_more_sms_split_more():
     base = chains.derive(SLUG)
     wide = chains.derive(SLUG, gap_scale=8.0)
     assert wide["flip_per_token_fp32"] < base["flip_per_token_fp32"]
-    assert wide["gap_noise_implied"].m == pytest.approx(4 * base["gap_noise_implied"].m)
     a100 = chains.derive(SLUG, gpu="a100-sxm-80gb")                  # 108 SMs against 132
     assert a100["splits_small_batch"].m == 8 < base["splits_small_batch"].m
 

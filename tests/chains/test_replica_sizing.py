@@ -3,17 +3,17 @@ import math
 
 import pytest
 
-from utils import catalog, chains, models, roofline
+from utils import catalog, chains, models
 from utils.chains import replica_sizing as rs
 from utils.params import ParameterError
-from utils.verdicts import READING
+from utils.verdicts import UNCHECKABLE
 
 SLUG = "replica-sizing"
 
 
-def test_claim_holds_under_its_reading():
+def test_claim_names_no_inputs_so_cannot_be_checked():
     (c,) = rs.claims()
-    assert c.verdict == READING and c.reading
+    assert c.verdict == UNCHECKABLE and not c.reading
     k = rs.checks()
     assert k["tight"] and k["both_needed"] and k["covers"] and k["ov_search"] and k["h200_search"]
 
@@ -31,7 +31,19 @@ def test_memory_constraint_is_vllms_budget_by_hand():
 
 def test_second_route_matches_the_closed_forms():
     cc = rs.claim_chain()
-    assert rs.largest_batch(cc, roofline.chip("h100-sxm")) == int(cc["U"].m)
+    assert rs.largest_batch(cc, rs.achieved_chip(cc)) == int(cc["U"].m)
+
+
+def test_throughput_runs_at_the_achieved_shares_not_the_peak():
+    """No rate at 100% of a datasheet peak: at the catalog's shares throughput allows fewer users than at the
+    roof, in proportion to the bandwidth share on the bandwidth side, and the reader can set the shares."""
+    base, roof = chains.derive(SLUG), chains.derive(SLUG, compute_fraction=1.0, bandwidth_fraction=1.0)
+    assert base["users_per_replica_throughput"].m < roof["users_per_replica_throughput"].m
+    slow = chains.derive(SLUG, compute_fraction=0.4)
+    assert slow["users_per_replica_throughput"].m < base["users_per_replica_throughput"].m
+    assert base["users_per_replica_memory"] == slow["users_per_replica_memory"]
+    cc = rs.claim_chain()
+    assert cc["W_e"] / cc["W"] == pytest.approx(0.866) and cc["P_e"] / cc["P"] == pytest.approx(0.75)
 
 
 @pytest.mark.parametrize("bad, match", [

@@ -54,3 +54,25 @@ def test_faster_starts_need_smaller_pools_and_packing_raises_margin():
     packed = chains.derive("serverless-cold-start", isolation="packed")
     assert packed["margin"] > base["margin"]
     assert chains.derive("serverless-cold-start", request_rate=10.0)["margin"] > base["margin"]
+
+
+def test_pool_search_is_one_pass_and_agrees_with_the_tail_at_a_hundred_requests_a_second():
+    """The search is O(k): 100 requests/s at the cold start sizes a pool of thousands at once, and the pool it
+    returns is the smallest k whose Poisson tail is within the target."""
+    import time
+
+    from utils.serving import warm_pool as wp
+    t0 = time.perf_counter()
+    k = wp.pool_size(100.0, 131.0, 0.01)
+    assert time.perf_counter() - t0 < 1.0
+    assert wp.poisson_tail(100 * 131.0, k) <= 0.01 < wp.poisson_tail(100 * 131.0, k - 1)
+
+
+def test_reused_instances_need_no_starts_and_keep_the_margin_positive():
+    """Single-use instances make the cold-start margin negative; reuse until an idle timeout does not."""
+    ch = sc.compute(sc.claim_inputs())
+    assert ch["m_c"].m < 0 < ch["m_r"].m
+    assert ch["L_b"].m < ch["k_r"].m < ch["k_c"].m
+    kinds = {r.name: r.kind for r in ch.rows}
+    assert kinds["t_comp"] == kinds["t_g"] == kinds["T_r"] == "measured-by-others"
+    assert kinds["c"] == kinds["pr"] == "market"

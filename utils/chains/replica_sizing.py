@@ -15,12 +15,13 @@ import numpy as np
 
 from utils import catalog, models, roofline, serving
 from utils.chain import Chain, as_float, memoised
+from utils.chains.decode_roofline import ACHIEVED, add_fraction_inputs, fraction_params
 from utils.chains.kv_cache_caps_users import MLPERF_TPOT, RATE_SOURCE  # the catalog's MLPerf limits
 from utils.params import Param, ParameterError, Result, Spec
 from utils.serving import per_user_text as per_user
 from utils.serving import users_text as ucount
 from utils.units import fmt, pct, q
-from utils.verdicts import READING, WRONG, Claim
+from utils.verdicts import UNCHECKABLE, WRONG, Claim
 
 PARAMETERS = (
     Param("model", "llama-3-70b", "the model: a catalog key or the path of a Hugging Face config.json",
@@ -51,6 +52,7 @@ PARAMETERS = (
           source="vLLM multiplies the total the CUDA runtime reports (utils.serving)"),
     Param("headroom", 0.2, "extra replicas beyond what the users need, as a fraction", check="non_negative",
           source="this book's assumption: room for a replica down and bursts above the stated concurrency"),
+    *fraction_params(),
 )
 REFUSED = {name: "the parameter counts, layers, KV heads and KV bytes per token all follow from model= (a "
                  "catalog key or a config.json); set model instead, so no result mixes two architectures"
@@ -111,7 +113,7 @@ def crossings(ch) -> dict:
     """Where memory and throughput meet, against context (T), rate (s), prompt (p) and the share of the
     floor's speed (e), for each side of the roofline (bandwidth b, FLOPs c), as plain floats."""
     Mk, rk = as_float(ch["M_kv"], "byte"), as_float(ch["rho"] * ch["kappa"], "byte/token")
-    gW, gP = as_float(ch["g"] * ch["W"], "byte/s"), as_float(ch["g"] * ch["P"], "FLOP/s")
+    gW, gP = as_float(ch["g"] * ch["W_e"], "byte/s"), as_float(ch["g"] * ch["P_e"], "FLOP/s")
     Nrbw, kNa = as_float(ch["N_r"] * ch["b_w"], "byte"), as_float(ch["k"] * ch["N_a"], "FLOP/token")
     Ik = as_float(ch["I_kv"] * ch["kappa"], "FLOP/token")
     s = as_float(ch["s"], "token/s/sequence")
@@ -133,7 +135,9 @@ def crossings(ch) -> dict:
 
 def sizing_chain(m, acc, gpus_per_replica, gpus_per_node, users, context_tokens, tokens_per_second_per_user,
                  prompt_tokens_per_request, output_tokens_per_request, weight_bytes_per_param, kv_bytes_per_element,
-                 gpu_memory_utilization, memory_reading, headroom, *, prefill="separate",
+                 gpu_memory_utilization, memory_reading, headroom,
+                 compute_fraction=float(ACHIEVED["bf16_dense"].q.m),
+                 bandwidth_fraction=float(ACHIEVED["hbm_bandwidth"].q.m), *, prefill="separate",
                  source="parameters cell") -> Chain:
     """Users per replica of model `m` on `gpus_per_replica` x `acc` (catalog Entries), then the fleet."""
     chip = roofline.Chip(acc.key, acc.name, acc.q("bf16_dense").to("FLOP/s"), acc.q("hbm_bandwidth").to("byte/s"))
@@ -157,15 +161,19 @@ def sizing_chain(m, acc, gpus_per_replica, gpus_per_node, users, context_tokens,
     ch.step("x_p", "lam*p", "token/s/sequence", "prompt tokens each user brings per second")
     # --- Throughput: a decode step on the roofline, and prefill's share of each second.
     serving.add_decode_inputs(ch, m, acc, chip, kv_bytes_per_element)
-    ch.step("t_w", "N_r*b_w/(g*W)", "ms", "weight read per decode step")
+    # No rate at 100% of a datasheet peak: decode and prefill run at the achieved shares others measured.
+    add_fraction_inputs(ch, compute_fraction, bandwidth_fraction)
+    ch.step("W_e", "eta_W*W", "TB/s/GPU", "achieved HBM bandwidth per GPU")
+    ch.step("P_e", "eta_P*P", "TFLOP/s/GPU", "achieved dense bf16 rate per GPU")
+    ch.step("t_w", "N_r*b_w/(g*W_e)", "ms", "weight read per decode step")
     if as_float(ch["s"] * ch["t_w"] / ch["tau"], "") >= 1:
         raise ParameterError(f"tokens_per_second_per_user={tokens_per_second_per_user:g} is more than one user alone "
                              f"can get: each step reads {fmt(ch['N_r'] * ch['b_w'], 'GB')} of weights, at most "
                              f"{fmt(as_float(ch['tau'] / ch['t_w'], 'token/s/sequence'))} token/s")
-    ch.step("t_kv", "kv_u/(g*W)", "ms/sequence", "cache read per user per step")
+    ch.step("t_kv", "kv_u/(g*W_e)", "ms/sequence", "cache read per user per step")
     ch.step("f", "k*N_a + I_kv*kappa*T/tau", "GFLOP/token", "FLOPs per token, decode or prompt (attending to the whole context)")
-    ch.step("t_f", "f*tau/(g*P)", "ms/sequence", "compute per user per step")
-    ch.step("u_p", "x_p*f/(g*P)", "ms/s/sequence", "replica time each user's prefill takes per second")
+    ch.step("t_f", "f*tau/(g*P_e)", "ms/sequence", "compute per user per step")
+    ch.step("u_p", "x_p*f/(g*P_e)", "ms/s/sequence", "replica time each user's prefill takes per second")
     if prefill == "separate":
         ch.solve("U_b", "s*(t_w + U_b*t_kv)/tau + U_b*u_p = 1", "sequence",
                  "users the bandwidth side allows: decode reads and prefill fill each second", digits=5)
@@ -198,24 +206,24 @@ def sizing_chain(m, acc, gpus_per_replica, gpus_per_node, users, context_tokens,
     x = crossings(ch)
     if x["T_b"] is not None and x["T_c"] is not None:
         if x["T_b"] >= x["T_c"]:
-            ch.solve("T_x", "M_kv/(rho*kappa*T_x) = (1 - s*t_w/tau)/(s*rho*kappa*T_x/(tau*g*W) "
-                     "+ x_p*(k*N_a + I_kv*kappa*T_x/tau)/(g*P))", "token/sequence",
+            ch.solve("T_x", "M_kv/(rho*kappa*T_x) = (1 - s*t_w/tau)/(s*rho*kappa*T_x/(tau*g*W_e) "
+                     "+ x_p*(k*N_a + I_kv*kappa*T_x/tau)/(g*P_e))", "token/sequence",
                      "context below which throughput (bandwidth side) binds")
         else:
-            ch.solve("T_x", "M_kv/(rho*kappa*T_x) = 1/((s + x_p)*(k*N_a + I_kv*kappa*T_x/tau)/(g*P))",
+            ch.solve("T_x", "M_kv/(rho*kappa*T_x) = 1/((s + x_p)*(k*N_a + I_kv*kappa*T_x/tau)/(g*P_e))",
                      "token/sequence", "context below which throughput (FLOPs side) binds")
     if x["s_b"] <= x["s_c"]:
-        ch.solve("s_x", "M_kv/kv_u = (1 - s_x*t_w/tau)/(s_x*t_kv/tau + s_x*p*f/(o*g*P))", "token/s/sequence",
+        ch.solve("s_x", "M_kv/kv_u = (1 - s_x*t_w/tau)/(s_x*t_kv/tau + s_x*p*f/(o*g*P_e))", "token/s/sequence",
                  "rate above which throughput (bandwidth side) binds")
     else:
-        ch.solve("s_x", "M_kv/kv_u = 1/(s_x*t_f/tau + s_x*p*f/(o*g*P))", "token/s/sequence",
+        ch.solve("s_x", "M_kv/kv_u = 1/(s_x*t_f/tau + s_x*p*f/(o*g*P_e))", "token/s/sequence",
                  "rate above which throughput (FLOPs side) binds")
     if min(x["p_b"], x["p_c"]) > 0:
         if x["p_b"] <= x["p_c"]:
-            ch.solve("p_x", "M_kv/kv_u = (1 - s*t_w/tau)/(s*t_kv/tau + s*p_x*f/(o*g*P))", "token/request",
+            ch.solve("p_x", "M_kv/kv_u = (1 - s*t_w/tau)/(s*t_kv/tau + s*p_x*f/(o*g*P_e))", "token/request",
                      "prompt per request above which throughput (bandwidth side) binds")
         else:
-            ch.solve("p_x", "M_kv/kv_u = 1/(s*t_f/tau + s*p_x*f/(o*g*P))", "token/request",
+            ch.solve("p_x", "M_kv/kv_u = 1/(s*t_f/tau + s*p_x*f/(o*g*P_e))", "token/request",
                      "prompt per request above which throughput (FLOPs side) binds")
     if x["e_b"] >= x["e_c"]:
         ch.solve("e_x", "M_kv/kv_u = (e_x - s*t_w/tau)/(s*t_kv/tau + u_p)", "",
@@ -230,7 +238,7 @@ def compute(p) -> Chain:
     return sizing_chain(p.model, p.gpu, p.gpus_per_replica, p.gpus_per_node, p.users, p.context_tokens,
                         p.tokens_per_second_per_user, p.prompt_tokens_per_request, p.output_tokens_per_request,
                         p.weight_bytes_per_param, p.kv_bytes_per_element, p.gpu_memory_utilization,
-                        p.memory_reading, p.headroom)
+                        p.memory_reading, p.headroom, p.compute_fraction, p.bandwidth_fraction)
 
 
 
@@ -279,6 +287,12 @@ def claim_chain(prefill="separate", **changes) -> Chain:
     return sizing_chain(**{**args, **changes}, prefill=prefill, source="the claim's reading")
 
 
+def achieved_chip(ch) -> roofline.Chip:
+    """One GPU at the chain's achieved shares of its peaks: the second route runs on the same rates."""
+    gpu = q(1, "GPU")
+    return roofline.Chip("achieved", "achieved", (ch["P_e"] * gpu).to("FLOP/s"), (ch["W_e"] * gpu).to("byte/s"))
+
+
 def second_per_second(ch, B, chip, overlapped=False) -> float:
     """Seconds of replica time one second of service at batch B takes: utils.roofline.time_floor on one GPU's
     share of a decode step, times the steps a second, plus prefill's compute-bound FLOPs."""
@@ -305,7 +319,7 @@ def largest_batch(ch, chip, overlapped=False) -> int:
 @memoised
 def _checked() -> dict:
     cc = claim_chain()
-    chip = roofline.chip(CLAIM["gpu"])
+    chip = achieved_chip(cc)
     U = int(cc["U"].m)
     h200, fast = claim_chain(gpu="h200"), claim_chain(tokens_per_second_per_user=2 * CLAIM["rate"])
     short_c = claim_chain(context_tokens=CLAIM["prompt"] + CLAIM["output"])
@@ -335,15 +349,14 @@ def claims() -> list[Claim]:
         derived=f"memory {ucount(cc['U_m'])} vs throughput {ucount(cc['U_t'])} users per replica of "
                 f"{CLAIM['gpus_per_replica']} x H100 ({binds(cc)} binds); {fmt(CLAIM['users'])} users x {fmt(1 + h)} -> "
                 f"{fmt(cc['R'])} replicas, {fmt(cc['N_n'])}",
-        verdict=READING if ok else WRONG,
-        reading=f"a replica as one copy of Llama-3-70B in bf16 on one node of {CLAIM['gpus_per_replica']} H100s, each "
-                f"user a request in flight holding {fmt(q(CLAIM['context'], 'token'))} of context and streaming at "
-                f"{fmt(q(CLAIM['rate'], 'token/s'))}, {fmt(q(CLAIM['prompt'], 'token'))} in and "
-                f"{fmt(q(CLAIM['output'], 'token'))} out per request, {pct(h)} headroom",
+        # The source names a method and the users, no model, GPU, context or rate: the node count is the book's
+        # own figure at the book's inputs, and checking the method with the book's chain compares it with itself.
+        verdict=UNCHECKABLE if ok else WRONG,
         nearest_true="" if ok else "the method's users per replica are not feasible and tight at these inputs",
-        reason=f"Memory allows {ucount(cc['U_m'])} and throughput {ucount(cc['U_t'])} users per replica, feasible and "
-               f"tight by a direct search; {other} binds instead {', '.join(flips)}, so both "
-               f"constraints are needed; {fmt(cc['R'])} replicas cover the users with the headroom and one fewer would not.")]
+        reason=f"The source names only the users and the method, so nothing of its own can be checked; at this book's "
+               f"inputs memory allows {ucount(cc['U_m'])} and throughput {ucount(cc['U_t'])} users per replica, "
+               f"feasible and tight by a direct search; {other} binds instead {', '.join(flips)}, so both "
+               f"constraints are needed; the book's {fmt(cc['R'])} replicas cover the users with the headroom.")]
 
 
 @memoised
@@ -390,14 +403,14 @@ def checks() -> dict:
     return dict(**k, crossings=x, closed_ok=sp.simplify(closed - (tau_ - s_ * tw) / (s_ * tkv + tau_ * up)) == 0,
                 table=table, glue=glue,
                 ov_search=largest_batch(ov, k["chip"], overlapped=True) == int(ov["U"].m),
-                h200_search=largest_batch(h200, roofline.chip("h200")) == int(h200["U"].m))
+                h200_search=largest_batch(h200, achieved_chip(h200)) == int(h200["U"].m))
 
 
 # --- figure, what changes, exercises -------------------------------------------------------------------------
 def curves(ch, T, s):
     """Continuous users per replica from each constraint, at contexts T (tokens) and rates s (token/s)."""
     Mk, rk = as_float(ch["M_kv"], "byte"), as_float(ch["rho"] * ch["kappa"], "byte/token")
-    gW, gP = as_float(ch["g"] * ch["W"], "byte/s"), as_float(ch["g"] * ch["P"], "FLOP/s")
+    gW, gP = as_float(ch["g"] * ch["W_e"], "byte/s"), as_float(ch["g"] * ch["P_e"], "FLOP/s")
     Nrbw, kNa = as_float(ch["N_r"] * ch["b_w"], "byte"), as_float(ch["k"] * ch["N_a"], "FLOP/token")
     Ik = as_float(ch["I_kv"] * ch["kappa"], "FLOP/token")
     po = as_float(ch["p"] / ch["o"], "")
@@ -474,7 +487,7 @@ def what_changes(p, ch) -> dict:
     glue = {"wc-nodes": fmt(cc["N_n"]), "wc-long-ctx": fmt(q(8 * CLAIM["context"], "token")),
             "wc-long-u": ucount(long_c["U"]), "wc-long-nodes": fmt(long_c["N_n"]), "wc-long-binds": binds(long_c),
             "wc-inter-rate": per_user(inter_c["s"], "token/s"), "wc-inter-ut": ucount(inter_c["U_t"]),
-            "wc-inter-um": ucount(inter_c["U_m"]), "wc-sx": per_user(cc["s_x"], "token/s"),
+            "wc-inter-um": ucount(inter_c["U_m"]), "wc-inter-binds": binds(inter_c), "wc-sx": per_user(cc["s_x"], "token/s"),
             "wc-px": fmt(cc["p_x"] * q(1, "request")) if has(cc, "p_x") else "no prompt at all",
             "wc-p3": fmt(q(p3, "token")), "wc-mix-ut": ucount(mix["U_t"]), "wc-mix-nodes": fmt(mix["N_n"]),
             "wc-h200-nodes": fmt(h200["N_n"]), "wc-h200-sx": per_user(h200["s_x"], "token/s"),

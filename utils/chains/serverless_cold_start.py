@@ -177,8 +177,10 @@ def chain(p, *, source="parameters cell") -> Chain:
     # --- the process: context, compilation, graphs, then the first request's prefill
     ch.given("t_ctx", q(p.cuda_init_s, "s"), "CUDA context and libraries", kind="assumption",
              source=SPEC.source(p, "cuda_init_s"))
-    ch.given("t_comp", q(p.compile_s, "s"), "torch.compile (cache reused)", kind="measured", source=SPEC.source(p, "compile_s"))
-    ch.given("t_g", q(p.graph_capture_s, "s"), "CUDA graph capture", kind="measured", source=SPEC.source(p, "graph_capture_s"))
+    ch.given("t_comp", q(p.compile_s, "s"), "torch.compile (cache reused)", kind="measured-by-others",
+             source=SPEC.source(p, "compile_s"))
+    ch.given("t_g", q(p.graph_capture_s, "s"), "CUDA graph capture", kind="measured-by-others",
+             source=SPEC.source(p, "graph_capture_s"))
     ch.given("N_a", models.param_count(m)["active"], "weights multiplied per token", kind="derived",
              source=serving.MODELS_SOURCE)
     ch.given("p", q(p.prompt_tokens, "token"), "first prompt", kind="assumption", source=source)
@@ -187,7 +189,8 @@ def chain(p, *, source="parameters cell") -> Chain:
     ch.step("t_p", "k*N_a*p/P", "ms", "prefill of the first prompt (compute floor)")
     ch.step("T_c", "t_img + t_ctx + t_w + t_comp + t_g + t_p", "s", "cold start, image pull to first token")
     # --- the snapshot: one restore replaces context, weights, compile and capture
-    ch.given("T_r", q(p.snapshot_restore_s, "s"), "restore from a CPU and GPU memory snapshot", kind="measured",
+    ch.given("T_r", q(p.snapshot_restore_s, "s"), "restore from a CPU and GPU memory snapshot",
+             kind="measured-by-others",
              source=SPEC.source(p, "snapshot_restore_s"))
     ch.step("T_s", "T_r + t_p", "s", "start from a snapshot, to first token")
     ch.step("t_rf", "M_w/r_h", "s", "floor under any restore: the weights still cross the link")
@@ -217,9 +220,9 @@ def chain(p, *, source="parameters cell") -> Chain:
     ch.given("n_i", packing(p), "idle warm instances per GPU (isolation)", kind="derived",
              source="one per GPU" if p.isolation == "whole-gpu"
              else "the engine's share of GPU memory over the weights (utils.serving)")
-    ch.given("c", q(p.cost_per_gpu_hour, "USD/hour"), "cost of a GPU-hour", kind="spec",
+    ch.given("c", q(p.cost_per_gpu_hour, "USD/hour"), "cost of a GPU-hour", kind="market",
              source=SPEC.source(p, "cost_per_gpu_hour"))
-    ch.given("pr", q(p.price_per_gpu_hour, "USD/hour"), "price of a GPU-hour run", kind="spec",
+    ch.given("pr", q(p.price_per_gpu_hour, "USD/hour"), "price of a GPU-hour run", kind="market",
              source=SPEC.source(p, "price_per_gpu_hour"))
     ch.step("G_s", "L_b + a_s + I_s/n_i", "", "GPUs held with the snapshot pool")
     ch.step("m_s", "1 - c*G_s/(pr*L_b)", "", "gross margin: revenue less GPU cost, over revenue")
@@ -227,6 +230,13 @@ def chain(p, *, source="parameters cell") -> Chain:
              source="utils.serving.warm_pool.mean_idle")
     ch.step("G_c", "L_b + a_c + I_c/n_i", "", "GPUs held with cold starts")
     ch.step("m_c", "1 - c*G_c/(pr*L_b)", "", "gross margin with cold starts")
+    # The pool above is single-use: each request takes an instance and starts a replacement. Real platforms reuse a
+    # warm container until an idle timeout, so a steady load needs only the instances its busy count reaches
+    # (M/G/inf: Poisson(lam*S)) and starts none; cold starts then matter only when load rises or starts from zero.
+    k_r = wp.pool_size(p.request_rate, p.service_s, p.target)
+    ch.given("k_r", k_r, "instances a reused fleet keeps for this steady load: smallest k with "
+             "P(Poisson(L_b) >= k) <= eps, and no starts", kind="derived", source="utils.serving.warm_pool.pool_size")
+    ch.step("m_r", "1 - c*k_r/(n_i*pr*L_b)", "", "gross margin with reuse, steady load")
     return ch
 
 

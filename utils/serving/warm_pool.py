@@ -59,10 +59,13 @@ def pool_size(rate: float, cold_start: float, target: float, policy: str = "wait
     if not 0 < target < 1:
         raise ValueError(f"target must be a share in (0, 1), got {target!r}")
     a = rate * cold_start
-    share = poisson_tail if policy == "wait" else (lambda a_, k_: erlang_b(k_, a_))
-    k = 0
-    while share(a, k) > target:
+    # One pass up k, each share from the last (O(k), not O(k^2)): the Poisson cdf adds the next term in logs
+    # (safe for a large a); Erlang B steps its own recursion.
+    k, tail, b = 0, 1.0, 1.0
+    while (tail if policy == "wait" else b) > target:
+        tail = max(0.0, tail - math.exp(k * math.log(a) - a - math.lgamma(k + 1))) if a > 0 else 0.0
         k += 1
+        b = a * b / (k + a * b)
     return k
 
 
