@@ -11,6 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from utils import catalog
+from utils.params import Param
+from utils.units import q
 
 
 @dataclass(frozen=True)
@@ -42,3 +44,38 @@ def time_floor(flops, bytes_moved, c: Chip):
     t_compute = (flops / c.peak).to("s")
     t_memory = (bytes_moved / c.bandwidth).to("s")
     return (t_compute, "compute") if t_compute >= t_memory else (t_memory, "memory")
+
+
+# --- achieved shares of a datasheet peak ---------------------------------------------------------------
+
+# No rate runs at 100% of a datasheet peak: the achieved shares others measured on an H100 (catalog: software
+# achieved-fraction), shared by every chapter that turns a peak into a throughput.
+ACHIEVED = catalog.entry("software", "achieved-fraction")
+
+
+def fraction_source(field: str) -> str:
+    v = ACHIEVED[field]
+    return f"catalog: {ACHIEVED.name}, {field} ({v.kind}): {v.note.split(':')[0]}; {v.cite}"
+
+
+def fraction_params() -> tuple:
+    """The two achieved-share parameters, with the catalog's values as defaults (a test holds them equal)."""
+    return (Param("compute_fraction", 0.75, "achieved share of the dense bf16 peak (1 = the datasheet's roof)",
+                  check="fraction", source=fraction_source("bf16_dense")),
+            Param("bandwidth_fraction", 0.866, "achieved share of the datasheet HBM bandwidth (1 = the roof)",
+                  check="fraction", source=fraction_source("hbm_bandwidth")))
+
+
+def add_fraction_inputs(ch, compute_fraction: float, bandwidth_fraction: float, source: str = "parameters cell"):
+    """eta_P and eta_W: the catalog's achieved shares at their defaults, the reader's otherwise."""
+    for sym, value, field, label in (("eta_P", compute_fraction, "bf16_dense", "achieved share of the dense peak"),
+                                     ("eta_W", bandwidth_fraction, "hbm_bandwidth", "achieved share of HBM bandwidth")):
+        cat = ACHIEVED[field]
+        if value == float(cat.q.m):
+            ch.given(sym, cat, label)
+        else:
+            ch.given(sym, q(value, ""), label, kind="assumption" if value < 1 else "definition",
+                     source=source if value < 1 else "the datasheet's roof itself")
+
+
+FRACTIONS = (float(ACHIEVED.q("bf16_dense").m), float(ACHIEVED.q("hbm_bandwidth").m))   # (compute, bandwidth)

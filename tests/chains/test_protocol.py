@@ -24,7 +24,8 @@ def test_page_functions_have_one_signature(slug):
     assert isinstance(m.SPEC, Spec) and m.SPEC.slug == slug and m.SPEC.compute is m.compute
     for name, args in SIGNATURES.items():
         if hasattr(m, name):
-            assert _args(getattr(m, name)) == args, f"{slug}.{name}{inspect.signature(getattr(m, name))}: wants ({', '.join(args)})"
+            fn = getattr(m, name)
+            assert _args(fn) == args, f"{slug}.{name}{inspect.signature(fn)}: wants ({', '.join(args)})"
 
 
 @pytest.mark.parametrize("slug", SLUGS)

@@ -13,38 +13,9 @@ import numpy as np
 from utils import catalog, models, roofline, serving
 from utils.chain import Chain, as_float, memoised
 from utils.params import Param, Result, Spec
+from utils.roofline import ACHIEVED, FRACTIONS, add_fraction_inputs, fraction_params  # noqa: F401 - FRACTIONS: the chapter's defaults
 from utils.units import fmt, pct, q, short
 from utils.verdicts import HOLDS, WRONG, Claim, rounds_to
-
-# No rate runs at 100% of a datasheet peak: the achieved shares others measured on an H100 (catalog: software
-# achieved-fraction), shared by every chapter that turns a peak into a throughput.
-ACHIEVED = catalog.entry("software", "achieved-fraction")
-
-
-def fraction_source(field: str) -> str:
-    v = ACHIEVED[field]
-    return f"catalog: {ACHIEVED.name}, {field} ({v.kind}): {v.note.split(':')[0]}; {v.cite}"
-
-
-def fraction_params() -> tuple:
-    """The two achieved-share parameters, with the catalog's values as defaults (a test holds them equal)."""
-    return (Param("compute_fraction", 0.75, "achieved share of the dense bf16 peak (1 = the datasheet's roof)",
-                  check="fraction", source=fraction_source("bf16_dense")),
-            Param("bandwidth_fraction", 0.866, "achieved share of the datasheet HBM bandwidth (1 = the roof)",
-                  check="fraction", source=fraction_source("hbm_bandwidth")))
-
-
-def add_fraction_inputs(ch, compute_fraction: float, bandwidth_fraction: float, source: str = "parameters cell"):
-    """eta_P and eta_W: the catalog's achieved shares at their defaults, the reader's otherwise."""
-    for sym, value, field, label in (("eta_P", compute_fraction, "bf16_dense", "achieved share of the dense peak"),
-                                     ("eta_W", bandwidth_fraction, "hbm_bandwidth", "achieved share of HBM bandwidth")):
-        cat = ACHIEVED[field]
-        if value == float(cat.q.m):
-            ch.given(sym, cat, label)
-        else:
-            ch.given(sym, q(value, ""), label, kind="assumption" if value < 1 else "definition",
-                     source=source if value < 1 else "the datasheet's roof itself")
-
 
 PARAMETERS = (
     Param("model", "llama-3-70b", "the model: a catalog key or the path of a Hugging Face config.json",
@@ -98,7 +69,6 @@ def validate(p):
                    p.context_tokens, p.gpu_memory_utilization, p.memory_reading)
 
 
-FRACTIONS = (float(ACHIEVED.q("bf16_dense").m), float(ACHIEVED.q("hbm_bandwidth").m))   # (compute, bandwidth)
 
 
 def decode_chain(m, acc, weight_bytes_per_param, kv_bytes_per_element, context_tokens, gpus_per_replica,

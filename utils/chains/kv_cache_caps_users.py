@@ -16,8 +16,8 @@ import numpy as np
 
 from utils import catalog, models, roofline, serving
 from utils.chain import Chain, as_float, memoised
-from utils.chains.decode_roofline import FRACTIONS, add_fraction_inputs, fraction_params
 from utils.params import Param, ParameterError, Result, Spec
+from utils.roofline import FRACTIONS, add_fraction_inputs, fraction_params
 from utils.serving import per_user_text as per_user
 from utils.serving import users_text as users
 from utils.units import fmt, pct, q, short

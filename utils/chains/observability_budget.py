@@ -16,9 +16,9 @@ import numpy as np
 from utils import catalog
 from utils.chain import Chain, as_float
 from utils.chains import continuous_batching as cb
-from utils.chains import decode_roofline as dr
 from utils.fleet import tracing
 from utils.params import Param, ParameterError, Result, Spec
+from utils.roofline import add_fraction_inputs, fraction_params
 from utils.serving import batching
 from utils.units import duration, fmt, pct, q
 from utils.verdicts import READING, WRONG, Claim
@@ -58,7 +58,7 @@ PARAMETERS = (
     Param("router_ms", 0.5, "router span: the cache-aware replica choice", unit="ms", source=EDGE_SOURCE),
     Param("client_flush_ms", 40.0, "between the server's last write and the client reading it", unit="ms",
           check="non_negative", source=FLUSH_SOURCE),
-    *dr.fraction_params(),
+    *fraction_params(),
     Param("metrics", 20, "histogram metrics the serving fleet exports (latencies, sizes)", check="whole",
           source="this book's assumption"),
     Param("replicas", 256, "replicas (the instance label)", check="whole", source="this book's assumption"),
@@ -169,7 +169,7 @@ def compute(p) -> Chain:
     ch.given("t_au", q(p.auth_ms, "ms"), "auth", kind="assumption", source="parameters cell")
     ch.given("t_q", q(p.queue_ms, "ms"), "queue (no span in a naive trace)", kind="assumption", source="parameters cell")
     ch.given("t_rt", q(p.router_ms, "ms"), "router", kind="assumption", source="parameters cell")
-    dr.add_fraction_inputs(ch, p.compute_fraction, p.bandwidth_fraction)
+    add_fraction_inputs(ch, p.compute_fraction, p.bandwidth_fraction)
     ch.given("t_pf", q(batching.prefill_time(e_eff, [pc.mean_prompt_tokens]), "s").to("ms"), "prefill of a mean prompt",
              kind="derived", source="utils.serving.batching.prefill_time at the achieved shares")
     ch.given("o", ec["o"] * q(1, "sequence"), "mean reply", kind="assumption", source="the continuous-batching chain")

@@ -16,9 +16,9 @@ import numpy as np
 
 from utils import catalog, models, roofline, serving
 from utils.chain import Chain, as_float, memoised
-from utils.chains.decode_roofline import FRACTIONS, add_fraction_inputs, fraction_params
 from utils.params import Param, ParameterError, Result
 from utils.params import Spec as ChapterSpec
+from utils.roofline import FRACTIONS, add_fraction_inputs, fraction_params
 from utils.units import fmt, pct, q, short
 from utils.verdicts import HOLDS, WRONG, Claim
 

@@ -15,9 +15,9 @@ import numpy as np
 
 from utils import catalog, models, roofline, serving
 from utils.chain import Chain, as_float, memoised
-from utils.chains.decode_roofline import ACHIEVED, add_fraction_inputs, fraction_params
 from utils.chains.kv_cache_caps_users import MLPERF_TPOT, RATE_SOURCE  # the catalog's MLPerf limits
 from utils.params import Param, ParameterError, Result, Spec
+from utils.roofline import ACHIEVED, add_fraction_inputs, fraction_params
 from utils.serving import per_user_text as per_user
 from utils.serving import users_text as ucount
 from utils.units import fmt, pct, q

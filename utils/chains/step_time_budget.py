@@ -180,7 +180,8 @@ def claims() -> list[Claim]:
         reason=f"the sentence gives a method and no number, and its gap is defined as the step minus the "
                f"prediction, so the budget's lines close by construction, on any inputs; the page has no measured "
                f"step either: its {duration(ch['t_ref'])} is {catalog.model('llama-3-405b').name}'s published "
-               f"per-GPU rate applied to {catalog.model(CLAIM_INPUTS['model']).name} on {fmt(q(float(ch['n']), 'GPU'))}, so the {duration(ch['t_gap'])} gap is the difference "
+               f"per-GPU rate applied to {catalog.model(CLAIM_INPUTS['model']).name} on "
+               f"{fmt(q(float(ch['n']), 'GPU'))}, so the {duration(ch['t_gap'])} gap is the difference "
                f"between two assumptions. What the page can show: with the end-to-end MFU that step implies, the "
                f"prediction is {duration(ck['end_to_end']['t_pred'])}, longer than the step, because the "
                f"communication and the bubble are then counted twice; the formula's MFU must be the kernels' own")]
