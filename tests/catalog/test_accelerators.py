@@ -100,3 +100,48 @@ def test_rederive_fleet_size_on_tpu_v4_gives_palms_6144_chips():
     d = chains.derive("fleet-size", gpu="tpu-v4", model="palm-540b", n_tokens=780e9, mfu=0.462,
                       mfu_basis="6N+attention", seq_len=2048, run_days=days, headroom=0.0, gpus_per_node=4)
     assert d["gpus_exact"].to("GPU").m == pytest.approx(6144, rel=0.0015)
+
+
+# --- Issue 28: accelerators of current MLPerf submissions ---------------------------------------------
+ISSUE_28 = ("tpu-v5e", "tpu-v6e", "h20", "b300")
+
+
+@pytest.mark.parametrize("key", ISSUE_28)
+def test_issue_28_accelerators_have_a_sourced_dense_rate_and_bandwidth(key):
+    """The two numbers every roofline needs, each read from a dated source on the day it was read."""
+    e = catalog.accelerator(key)
+    for name in ("bf16_dense", "hbm_bandwidth"):
+        v = e[name]
+        assert v.source.url.startswith("https://") and v.source.read == "2026-12-06", f"{key}.{name}"
+        assert v.kind == "spec" and v.note, f"{key}.{name}: a datasheet figure quoted in its note"
+    # a sparse headline never stands in for the dense rate: where both exist, dense is the half
+    if "bf16_sparse" in e:
+        assert e.q("bf16_sparse") == 2 * e.q("bf16_dense")
+
+
+def test_tpu_v5e_and_v6e_figures():
+    """Google's tables: v5e 197 TFLOP/s, 16 GB at 819 GBps (800 GiBps in the newer table); v6e 918 TFLOP/s,
+    32 GB at 1,638 GBps; 256 chips a pod, whose bf16 peak is the newer tables' 50.63 and 234.9 PFLOPs."""
+    v5e, v6e = catalog.accelerator("tpu-v5e"), catalog.accelerator("tpu-v6e")
+    assert v5e.q("hbm_bandwidth").to("GB/s").m == 819
+    assert [a.q.to("GB/s").m for a in v5e["hbm_bandwidth"].alternatives] == pytest.approx([800 * 2**30 / 1e9])
+    assert v6e.q("hbm_capacity") == Q_(32, "GB") and v6e.q("hbm_bandwidth").to("GB/s").m == 1638
+    # the chip row prints 197 (rounded down), the pod row 50.63 PFLOPs: 197.8 a chip
+    assert (v5e.q("pod_chips").m * v5e.q("bf16_dense")).to("PFLOP/s").m == pytest.approx(50.63, rel=0.005)
+    assert (v6e.q("pod_chips").m * v6e.q("bf16_dense")).to("PFLOP/s").m == pytest.approx(234.9, rel=0.001)  # 235.0
+
+
+def test_h20_trades_compute_for_memory():
+    """H20 against H100 SXM: 15% of the dense rate, more memory and bandwidth, the same NVLink 4."""
+    h20, h100 = catalog.accelerator("h20"), catalog.accelerator("h100-sxm")
+    assert (h20.q("bf16_dense") / h100.q("bf16_dense")).to("").m == pytest.approx(0.15, abs=0.005)
+    assert h20.q("hbm_capacity") > h100.q("hbm_capacity") and h20.q("hbm_bandwidth") > h100.q("hbm_bandwidth")
+    assert h20.q("scaleup_link") == h100.q("scaleup_link") == "nvlink4"
+
+
+def test_b300_is_b200_compute_with_more_memory_and_no_fp4_guess():
+    b300, b200 = catalog.accelerator("b300"), catalog.accelerator("b200")
+    for p in ("bf16_dense", "fp8_dense", "tf32_dense"):
+        assert b300.q(p) == b200.q(p) or p == "tf32_dense", p
+    assert b300.q("hbm_capacity") == Q_(288, "GB") and b300.q("hbm_bandwidth").to("TB/s").m == pytest.approx(8)
+    assert "fp4_dense" not in b300 and "fp4" in b300.notes.lower()                # the sources disagree; said why

@@ -28,7 +28,8 @@ def all_values():
 
 def test_expected_entries_exist():
     assert set(catalog.keys("accelerator")) == {"a100-sxm-80gb", "a100-sxm4-40gb", "h100-sxm", "h100-pcie", "h200", "b200",
-                                                "gb200", "mi300x", "mi325x", "tpu-v4", "tpu-v5p"}
+                                                "gb200", "mi300x", "mi325x", "tpu-v4", "tpu-v5p",
+                                                "tpu-v5e", "tpu-v6e", "h20", "b300"}
     assert {"nvlink3", "nvlink4", "nvlink5", "pcie5-x16", "ib-ndr", "ib-xdr", "eth-400g", "eth-800g",
             "infinity-fabric"} <= set(catalog.keys("interconnect"))
     assert {"llama-3-8b", "llama-3-70b", "llama-3-405b", "deepseek-v3", "kimi-k2"} <= set(catalog.keys("model"))

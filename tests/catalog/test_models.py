@@ -147,3 +147,51 @@ def test_megatron_gpt3_175b_on_1024_a100s_in_34_days():
                       mfu_basis="hardware", seq_len=2048, run_days=34.0, headroom=0.0)
     assert r["gpus_planned"].m == 1024
     assert r["run_days_planned"].to("day").m == pytest.approx(34, abs=0.5)        # the paper's 'about 34 days'
+
+
+# --- Issue 28: the paper families a reader re-derives -------------------------------------------------
+# (key, published total, its last printed digit, tolerance beyond the rounding where the source says why)
+# BLOOM: the model card's 176B. GPT-2 1.5B: the released checkpoint's 1,557,611,200. OPT-175B: 175B.
+# MT-NLG: 530 billion. Megatron's 1T: '# Model 1T'. Mistral 7B: the announcement's 7.3B.
+PAPER_FAMILIES = [
+    ("bloom-176b", 176e9, 1e9, None),
+    ("gpt-2-1.5b", 1_557_611_200, 1, None),
+    ("opt-175b", 175e9, 1e9, None),
+    ("mt-nlg-530b", 530e9, 10e9, None),
+    # 1T is 1.008e12 counted (Narayanan et al. 2021 print the count, 1008B, beside the round name)
+    ("megatron-1t", 1e12, 1e12, None),
+    # 7.24e9 counted: the announcement's 7.3B is 0.8% over, more than its last digit allows
+    ("mistral-7b", 7.3e9, 0.1e9, 0.009),
+]
+
+
+@pytest.mark.parametrize("key, total, digit, tol", PAPER_FAMILIES, ids=[r[0] for r in PAPER_FAMILIES])
+def test_paper_families_count_to_their_published_totals(key, total, digit, tol):
+    m = catalog.model(key)
+    assert m.q("params_total").m == total
+    assert param_count(m)["total"].m == pytest.approx(total, rel=tol or half_unit(total, digit)), key
+
+
+def test_paper_family_counts_to_the_parameter():
+    """Where the count is exact the architecture gives it exactly: gpt2-xl's checkpoint, and BLOOM's 176,247M
+    (70 layers of 14,336, a tied 250,880-token embedding, its embedding LayerNorm of 2 x 14,336 left out)."""
+    assert param_count(catalog.model("gpt-2-1.5b"))["total"].m == 1_557_611_200
+    d, L, V = 14336, 70, 250880
+    per_layer = 4 * d * d + 4 * d + 2 * d * 4 * d + 4 * d + d + 2 * 2 * d     # attention, MLP, two LayerNorms
+    assert param_count(catalog.model("bloom-176b"))["total"].m == L * per_layer + V * d + 2 * d
+
+
+def test_megatron_1t_matches_narayanans_formula():
+    """Narayanan et al. 2021, eq. (2): P = 12 l h^2 (1 + 13 / (12 h) + (V + s) / (12 l h)), the count the
+    catalog's fields give for a GPT with biases, LayerNorm, learned positions and a tied head."""
+    m = catalog.model("megatron-1t")
+    l, h, V, s = (m.q(f).m for f in ("n_layers", "d_model", "vocab_size", "learned_positions"))
+    formula = 12 * l * h**2 * (1 + 13 / (12 * h) + (V + s) / (12 * l * h))
+    assert param_count(m)["total"].m == pytest.approx(formula, rel=1e-6)
+
+
+def test_mistral_keeps_only_its_window():
+    m = catalog.model("mistral-7b")
+    per_token = kv_bytes_per_token(m, 2).to("B/token").m
+    assert per_token == 2 * 32 * 8 * 128 * 2
+    assert kv_bytes_for_context(m, 32768, 2).to("B").m == pytest.approx(4096 * per_token)
