@@ -42,8 +42,13 @@ book: $(VENV)/.book
 book-strict: $(VENV)/.book
 	$(JB) build . --builder html -W -n --keep-going
 
-$(VENV)/.lab: $(VENV)/.test
+# `make lab` and `make pdf` each add only their own extra to the book's venv: no torch, no triton.
+$(VENV)/.lab: $(VENV)/.book
 	$(PY) -m pip install --quiet -e '.[lab]'
+	touch $@
+
+$(VENV)/.pdf: $(VENV)/.book
+	$(PY) -m pip install --quiet -e '.[pdf]'
 	touch $@
 
 # ruff over the library, the tests and the notebooks' code (pyproject.toml holds the rules).
@@ -82,7 +87,7 @@ bench: $(VENV)/.test
 lab: $(VENV)/.lab
 	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root,) --notebook-dir=. chapters
 
-pdf: $(VENV)/.test
+pdf: $(VENV)/.pdf
 	$(JB) build . --builder singlehtml
 	$(PY) -m utils.tools.pdf _build/book.pdf
 

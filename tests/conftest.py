@@ -9,6 +9,7 @@ os.environ.setdefault("TRITON_INTERPRET", "1")
 # The tests' shared helpers (book_files, redis_fixture) live here; test files sit one folder down, one folder
 # a room of utils/, and are imported by path (pyproject: --import-mode=importlib), so this folder goes on the path.
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parent / "book"))   # the site tests' shared browser (site_browser)
 
 
 @pytest.fixture(autouse=True)
