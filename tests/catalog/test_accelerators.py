@@ -102,7 +102,7 @@ def test_rederive_fleet_size_on_tpu_v4_gives_palms_6144_chips():
     assert d["gpus_exact"].to("GPU").m == pytest.approx(6144, rel=0.0015)
 
 
-# --- Issue 28: accelerators of current MLPerf submissions ---------------------------------------------
+# --- Accelerators of current MLPerf submissions ---------------------------------------------
 ISSUE_28 = ("tpu-v5e", "tpu-v6e", "h20", "b300")
 
 

@@ -149,7 +149,7 @@ def test_megatron_gpt3_175b_on_1024_a100s_in_34_days():
     assert r["run_days_planned"].to("day").m == pytest.approx(34, abs=0.5)        # the paper's 'about 34 days'
 
 
-# --- Issue 28: the paper families a reader re-derives -------------------------------------------------
+# --- The paper families a reader re-derives -------------------------------------------------
 # (key, published total, its last printed digit, tolerance beyond the rounding where the source says why)
 # BLOOM: the model card's 176B. GPT-2 1.5B: the released checkpoint's 1,557,611,200. OPT-175B: 175B.
 # MT-NLG: 530 billion. Megatron's 1T: '# Model 1T'. Mistral 7B: the announcement's 7.3B.
