@@ -196,13 +196,18 @@ QUOTES = dict(
     cheaper="The chain, the comparison to an inference token, and why the training token is cheaper.")
 SOURCE = "spec/001, paragraph on the cost of a training token"
 CLAIM_DECODE = dict(decode_batch=64, decode_context=8192, weight_bytes=2.0, bw_eff=0.7)
-# Published output prices for Llama models of the claim's size (the pages carry no date of their own).
-API_PRICES = (
-    dict(name="W&B Inference, Llama-3.3-70B-Instruct", input=0.71, output=0.71, served="not stated",
-         url="https://wandb.ai/site/inference/meta-llama-33-70b", read="2026-11-29"),
-    dict(name="DeepInfra, Meta-Llama-3.1-70B-Instruct-Turbo", input=0.13, output=0.40, served="fp8",
-         url="https://deepinfra.com/meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo/api", read="2026-11-29"),
-)
+# Published API prices for Llama models of the claim's size (catalog prices, read with their pages' URLs).
+API_KEYS = ("wandb-llama-3-3-70b-api", "deepinfra-llama-3-1-70b-turbo-api")
+
+
+def _api_price(key: str) -> dict:
+    e = catalog.price(key)
+    return dict(name=e.name, input=as_float(e.q("input_per_mtoken"), "USD/Mtoken"),
+                output=as_float(e.q("output_per_mtoken"), "USD/Mtoken"), served=e.q("served"),
+                url=e["output_per_mtoken"].source.url, read=e["output_per_mtoken"].source.read)
+
+
+API_PRICES = tuple(_api_price(k) for k in API_KEYS)
 
 
 def claim_chain(rent=None, **changes) -> Chain:

@@ -15,12 +15,15 @@ from utils.params import Param, ParameterError, Result, Spec
 from utils.units import counted, fmt, pct, q, short
 from utils.verdicts import READING, UNCHECKABLE, Claim, rounds_to, within
 
+# Megatron-LM's DType.optimal_dtype: uint16 below this cardinality, else int32 (catalog software)
+MEGATRON_UINT16_BELOW = int(as_float(catalog.entry("software", "megatron-lm-indexed-dataset").q("uint16_below")))
+
 PARAMETERS = (
     Param("tokens", 15e12, "training tokens the pipeline must deliver", unit="token", source="the claim"),
     Param("model", "llama-3-405b", "the model: its vocabulary sets the token-id width (catalog key or config.json)",
           check="model", source="catalog: Llama-3.1-405B"),
     Param("bytes_per_token_id", 4.0, "bytes per token id in the shards (4: int32; 2: uint16; 2.125: 17-bit packed)",
-          unit="B/token", source="Megatron-LM indexed_dataset.py: int32 at or above 65,500 ids"),
+          unit="B/token", source=f"Megatron-LM indexed_dataset.py: int32 at or above {MEGATRON_UINT16_BELOW:,} ids"),
     Param("text_bytes_per_token", 3.94, "bytes of clean text per token (the tokenizer's compression)",
           unit="B/token", source="Llama 3 paper, sec. 3.2: 3.94 characters per token"),
     Param("keep_extract", 0.03, "extracted main-content text / uncompressed HTML bytes", check="fraction",
@@ -81,7 +84,6 @@ EXTRACT = ("this book's assumption: a page's record is 164 kB uncompressed and m
            "September 2016 crawl (commoncrawl.org, read 2026-11-30), since WET keeps all visible text")
 RATE = ("this book's assumption for one modern x86 core (order of magnitude; not measured here): "
         "Python HTML extraction of the trafilatura class runs tens of pages a second")
-MEGATRON_UINT16_BELOW = 65500   # Megatron-LM's DType.optimal_dtype: uint16 below this cardinality, else int32
 STAGES = (("extraction", "n_e", "W_raw"), ("language ID", "n_l", "W_text"), ("quality", "n_q", "W_lang"),
           ("MinHash dedup", "n_d", "W_qual"), ("tokenisation", "n_t", "W_clean"))
 INPUTS = tuple(p.name for p in PARAMETERS if p.name != "model")
@@ -119,7 +121,7 @@ def data_pipeline(tokens, bytes_per_token_id, text_bytes_per_token, keep_extract
     ch = Chain("Fifteen trillion tokens, from crawl to shards")
     ch.given("D", q(tokens, "token"), "training tokens", kind="assumption", source=source)
     ch.given("b_id", q(bytes_per_token_id, "B/token"), "bytes per token id in a shard", kind="assumption",
-             source=source + "; Megatron-LM indexed_dataset.py: uint16 below 65,500 ids, else int32")
+             source=source + f"; Megatron-LM indexed_dataset.py: uint16 below {MEGATRON_UINT16_BELOW:,} ids, else int32")
     ch.given("b_txt", q(text_bytes_per_token, "B/token"), "clean-text bytes per token", kind="spec", source=LLAMA3_TOK)
     ch.step("S", "D*b_id", "TB", "token shards")
     ch.step("W_clean", "D*b_txt", "TB", "clean text (after deduplication)")

@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from utils import catalog
 from utils.chain import Chain, as_float
 from utils.chains import continuous_batching
 from utils.chains import continuous_batching as cb
@@ -25,8 +26,11 @@ from utils.verdicts import UNCHECKABLE, Claim, rounds_to
 
 SIMULATION = "a seeded long tail of eval sizes (lognormal), packed onto replicas by round robin and by LPT"
 
-SIZES_SOURCE = ("this book's assumption: public evals run from about a hundred prompts (HumanEval's 164) to "
-                "tens of thousands (MMLU's 14,042); a lognormal with a median of five hundred and a spread of "
+# The two public evals that bound the size range (catalog software: their dataset cards).
+HUMANEVAL_PROBLEMS = int(as_float(catalog.entry("software", "humaneval").q("problems")))
+MMLU_TEST_QUESTIONS = int(as_float(catalog.entry("software", "mmlu").q("test_questions")))
+SIZES_SOURCE = (f"this book's assumption: public evals run from about a hundred prompts (HumanEval's {HUMANEVAL_PROBLEMS}) to "
+                f"tens of thousands (MMLU's {MMLU_TEST_QUESTIONS:,}); a lognormal with a median of five hundred and a spread of "
                 "one and a half in log space puts the suite's largest eval near that upper end")
 SAMPLES_SOURCE = ("this book's assumption: most evals decode greedily (one sample); a tenth score pass@k on "
                   "code or maths, with ten samples a prompt (the HumanEval paper, arXiv:2107.03374, reports pass@k "

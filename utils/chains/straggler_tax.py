@@ -18,7 +18,9 @@ from utils.units import fmt, pct, q
 from utils.verdicts import HOLDS, READING, WRONG, Claim
 
 LLAMA405_RUN = "llama-3-405b-pretraining"
-SINHA = dict(spread=0.08, outlier=1.5)   # arXiv:2208.11035 abstract: 8% average variation, outliers up to 1.5x
+# arXiv:2208.11035 abstract: 8% average variation, outliers up to 1.5x (catalog software gpu-variability-sinha-2022)
+_SINHA = catalog.entry("software", "gpu-variability-sinha-2022")
+SINHA = dict(spread=as_float(_SINHA.q("spread")), outlier=as_float(_SINHA.q("outlier_slowdown")))
 JITTER_SOURCE = ("this book's assumption: no public source gives per-rank, per-step noise of an LLM step; "
                  "Llama-3 saw a fleet-wide diurnal 1-2% swing (arXiv:2407.21783 sec. 3.3.4)")
 THROTTLE_SOURCE = ("this book's assumption: a hot or power-capped GPU stepping its clock down by a tenth; "
