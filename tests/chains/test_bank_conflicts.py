@@ -167,3 +167,13 @@ def test_chain_properties_odd_pitch_free_slower_clock_costlier():
     base = chains.derive("bank-conflicts")["predicted_slowdown"].m
     assert chains.derive("bank-conflicts", sm_clock_ghz=1.5)["predicted_slowdown"].m > base
     assert chains.derive("bank-conflicts", gpu="h100-sxm")["predicted_slowdown"].m < base
+
+
+def test_clock_default_is_the_catalogs_boost_clock():
+    """The parameters cell holds a literal; it must stay the catalog's H100 boost clock, the value the chain reads."""
+    from utils import catalog
+    from utils.chains import bank_conflicts as bc
+    clock = catalog.accelerator("h100-sxm").q("sm_boost_clock").to("GHz").m
+    default = next(p for p in bc.PARAMETERS if p.name == "sm_clock_ghz")
+    assert default.default == clock == bc.SM_CLOCK_GHZ == bc.CLAIM["clock_ghz"]
+    assert "h100-sxm" in default.source and "sm_boost_clock" in default.source

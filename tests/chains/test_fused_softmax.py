@@ -69,3 +69,10 @@ def test_more_bandwidth_less_time_and_fp32_twice_the_bytes():
     assert chains.derive("fused-softmax", gpu="h100-sxm")["predicted_time"] > base["predicted_time"]
     fp32 = chains.derive("fused-softmax", bytes_per_element=4.0)
     assert fp32["bytes_moved"].m == 2 * base["bytes_moved"].m
+
+
+def test_register_file_and_thread_cap_are_the_catalogs():
+    """REGISTERS_PER_SM and MAX_THREADS come from the per-SM limits of the chapter's GPU (the gpu default)."""
+    from utils.gpu.occupancy import sm_limits
+    lim = sm_limits(fs.PARAMETERS[0].default)
+    assert (fs.REGISTERS_PER_SM, fs.MAX_THREADS) == (lim.registers, lim.max_threads_per_block) == (65536, 1024)

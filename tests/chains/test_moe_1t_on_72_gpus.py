@@ -78,3 +78,8 @@ def test_a_group_across_nodes_prices_the_fabric_share():
     assert one_node["f_net"].m == 0
     with pytest.raises(chains.ParameterError, match="not a whole number"):
         chains.check("moe-1t-on-72-gpus", model="deepseek-v3", gpu="h200", n_gpus=12)
+
+
+def test_moonshot_minimum_comes_from_the_catalog():
+    v = catalog.entry("software", "kimi-k2-deployment")["min_h200"]
+    assert rack.MOONSHOT_MIN_H200 == v.q.m == 16 and "16 GPUs" in v.note

@@ -66,3 +66,9 @@ def test_properties():
     fewer = chains.derive(SLUG, top_k_override=4)
     assert fewer["active_flops_per_token"] < base["active_flops_per_token"]
     assert fewer["all_to_all_bytes_per_token"].m == pytest.approx(base["all_to_all_bytes_per_token"].m / 2)
+
+
+def test_h800_nvlink_comes_from_the_catalog():
+    from utils import catalog
+    v = catalog.interconnect("h800-nvlink")["bandwidth"]
+    assert tva.H800_NVLINK == v.q and v.q.to("GB/s").m == 160 and "160 GB/s" in v.note

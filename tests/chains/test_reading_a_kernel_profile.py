@@ -55,3 +55,11 @@ def test_gather_predictions_for_the_measurement():
     assert g[1]["dram_pct"] == pytest.approx(82) and g[32]["dram_pct"] == pytest.approx(82)
     assert g[32]["l1_pct"] > g[1]["l1_pct"]
     assert g["slowdown"] == pytest.approx(36 / 8)            # bytes moved per element, stride 32 over stride 1
+
+
+def test_clock_default_is_the_catalogs_boost_clock():
+    """The parameters cell holds a literal; it must stay the catalog's H100 boost clock (bank_conflicts.SM_CLOCK)."""
+    from utils import catalog
+    default = next(p for p in rk.PARAMETERS if p.name == "sm_clock_ghz")
+    assert default.default == catalog.accelerator("h100-sxm").q("sm_boost_clock").to("GHz").m == rk.SM_CLOCK_GHZ
+    assert "h100-sxm" in default.source and "sm_boost_clock" in default.source

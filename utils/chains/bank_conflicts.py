@@ -20,8 +20,12 @@ from utils.verdicts import HOLDS, WRONG, Claim
 
 GUIDE = ("NVIDIA CUDA C++ Programming Guide, Shared Memory (compute capability 5.x and later): 32 banks, "
          "successive 32-bit words in successive banks, 32 bits per bank per clock")
-CLOCK_SOURCE = ("Glenn K. Lockwood, NVIDIA H100 notes (glennklockwood.com/garden/processors/h100), read "
-                "2026-11-30: 1.98 GHz boost; the H200 has the H100's GH100 compute (catalog note)")
+# The SM clock under load: the H100's published boost clock, from the catalog (the H200 has the same GH100
+# compute). The sm_clock_ghz defaults here and in reading-a-kernel-profile repeat it; tests hold them equal.
+SM_CLOCK = catalog.accelerator("h100-sxm")["sm_boost_clock"]
+SM_CLOCK_GHZ = float(SM_CLOCK.q.to("GHz").m)
+CLOCK_SOURCE = (f"catalog: accelerator h100-sxm, sm_boost_clock ({SM_CLOCK.source.title}, {SM_CLOCK.source.url}, "
+                f"read {SM_CLOCK.source.read}); the H200 has the H100's GH100 compute (catalog note)")
 ANALYSER = "the bank rule, applied by utils.gpu.bank_conflicts.analyse"
 
 PARAMETERS = (
@@ -35,7 +39,7 @@ PARAMETERS = (
           check="whole", source="the claim (padding by one column)"),
     Param("matrix_n", 16384, "the transposed matrix is matrix_n x matrix_n elements", check="whole",
           source="this book's assumption: a matrix far past the L2 cache"),
-    Param("sm_clock_ghz", 1.98, "SM clock under load (not in the catalog: set it with the GPU)", unit="GHz",
+    Param("sm_clock_ghz", 1.98, "SM clock under load (the catalog's H100 boost clock: set it with the GPU)", unit="GHz",
           source=CLOCK_SOURCE),
 )
 
@@ -74,7 +78,7 @@ def bank_chain(gpu, elem_bytes, tile, pitch, matrix_n, sm_clock_ghz, *, source="
     ch.given("W", acc["hbm_bandwidth"], "HBM bandwidth")
     ch.given("n_SM", acc["sm_count"], "SMs")
     ch.given("f", q(sm_clock_ghz, "GHz"), "SM clock under load", kind="assumption",
-             source=CLOCK_SOURCE if float(sm_clock_ghz) == 1.98 else source)
+             source=CLOCK_SOURCE if float(sm_clock_ghz) == SM_CLOCK_GHZ else source)
     ch.step("M", "2*N**2*e", "GB", "bytes the transpose moves through HBM (read once, write once)")
     ch.step("t_M", "M/W", "µs", "time floor from HBM")
     ch.step("F", "N**2*e/(B*w)", "", "conflict-free wavefronts for one pass of every tile through the banks")
@@ -147,7 +151,7 @@ QUOTE = ("Shared memory has 32 banks, each 4 bytes wide, and a warp's access is 
          "bank. The bank of an address, why a column walk down a 32-wide tile puts all 32 lanes in one bank, "
          "the padding by one column that spreads them across all 32, and the profiler counter that confirms "
          "the fix.")
-CLAIM = dict(banks=32, bank_bytes=4, tile=32, degree=32, pad=1, elem_bytes=4, matrix_n=16384, clock_ghz=1.98)
+CLAIM = dict(banks=32, bank_bytes=4, tile=32, degree=32, pad=1, elem_bytes=4, matrix_n=16384, clock_ghz=SM_CLOCK_GHZ)
 
 
 def gcd_rule_holds() -> bool:
@@ -233,8 +237,8 @@ def lane_banks(pitch) -> tuple:
 
 def what_changes(p, ch: Chain) -> dict:
     c = {pp: bank_chain(p.gpu, 4, 32, pp, p.matrix_n, p.sm_clock_ghz) for pp in (33, 36, 48)}
-    h100 = bank_chain("h100-sxm", 4, 32, 33, p.matrix_n, 1.98)
-    h200 = bank_chain("h200", 4, 32, 33, p.matrix_n, 1.98)
+    h100 = bank_chain("h100-sxm", 4, 32, 33, p.matrix_n, SM_CLOCK_GHZ)
+    h200 = bank_chain("h200", 4, 32, 33, p.matrix_n, SM_CLOCK_GHZ)
     slow = bank_chain(p.gpu, 4, 32, 33, p.matrix_n, 1.5)
     return {
         "w-p36": fmt(36), "w-d36": fmt(c[36]["d_p"]), "w-s36": f"{as_float(c[36]['T_p'] / c[33]['T_p']):.3g}x",
@@ -247,8 +251,8 @@ def what_changes(p, ch: Chain) -> dict:
 def exercises(p, ch: Chain) -> dict:
     e1 = bank_chain(p.gpu, 4, 64, 80, p.matrix_n, p.sm_clock_ghz)
     e2 = bank_chain(p.gpu, 8, 32, 33, p.matrix_n, p.sm_clock_ghz)
-    h100 = bank_chain("h100-sxm", 4, 32, 33, p.matrix_n, 1.98)
-    h200 = bank_chain("h200", 4, 32, 33, p.matrix_n, 1.98)
+    h100 = bank_chain("h100-sxm", 4, 32, 33, p.matrix_n, SM_CLOCK_GHZ)
+    h200 = bank_chain("h200", 4, 32, 33, p.matrix_n, SM_CLOCK_GHZ)
     return {
         "ex1-tile": fmt(64), "ex1-pitch": fmt(80), "ex1-d": fmt(e1["d_p"]), "ex1-t": fmt(e1["t_p"]),
         "ex1-tm": fmt(e1["t_M"]), "ex1-bound": "shared-memory" if e1["t_p"] > e1["t_M"] else "HBM",

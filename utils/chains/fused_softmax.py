@@ -38,15 +38,16 @@ RESULTS = (
 REGFILE_SOURCE = ("NVIDIA, Tuning CUDA Applications for Hopper GPU Architecture (Hopper Tuning Guide), "
                   "section Occupancy: 'The register file size is 64K 32-bit registers per SM', "
                   "https://docs.nvidia.com/cuda/hopper-tuning-guide/index.html, read 2026-11-29")
-THREADS_SOURCE = ("NVIDIA, CUDA C++ Programming Guide, table of technical specifications per compute "
-                  "capability: at most 1024 threads per block, "
-                  "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html, read 2026-11-29")
 EXP_SOURCE = ("NVIDIA, CUDA C++ Programming Guide, Arithmetic Instructions throughput table, compute "
               "capability 9.0: 128 results per clock per SM for 32-bit add, multiply and multiply-add "
               "(2 FLOPs each), 16 for the base-2 exponential, so one exponential issues as long as "
               "2 x 128 / 16 = 16 FP32 FLOPs; https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html, "
               "read 2026-11-29")
-REGISTERS_PER_SM, MAX_THREADS = 65536, 1024
+# The register file and the block's thread cap of the chapter's GPU (the gpu Param's default), from the
+# catalog's per-SM limits (utils/catalog/sm_limits.toml).
+SM_LIMITS = catalog.entry("sm_limit", PARAMETERS[0].default)
+REGISTERS_PER_SM = int(SM_LIMITS.q("registers").m)
+MAX_THREADS = int(SM_LIMITS.q("max_threads_per_block").m)
 FLOPS_PER_ELEMENT = 5     # compare, subtract, exp, add, multiply (the harness counts the same)
 EXP_COST = 16             # FP32 FLOPs one exponential occupies the SM for (EXP_SOURCE)
 ROW_SHARE = 0.5           # share of the register file the row's values may take
@@ -91,7 +92,9 @@ def softmax_chain(gpu, n_rows, n_cols, bytes_per_element, *, done_fraction=None,
     ch.given("b_a", q(4, "B"), "bytes per row value in registers (fp32 accumulation)", kind="derived",
              source="the kernel converts each row to float32")
     ch.step("m", "B*b_a", "KiB", "registers one program needs for its row")
-    ch.given("N_r", REGISTERS_PER_SM, "32-bit registers per SM", kind="spec", source=REGFILE_SOURCE)
+    ch.given("N_r", REGISTERS_PER_SM, "32-bit registers per SM", kind="spec",
+             source=f"catalog: sm_limit {SM_LIMITS.key}, registers ({SM_LIMITS['registers'].cite}), as in "
+                    + REGFILE_SOURCE)
     ch.given("b_r", q(4, "B"), "bytes per register", kind="spec", source=REGFILE_SOURCE)
     ch.step("F_r", "N_r*b_r", "KiB", "register file of one SM")
     ch.step("s_m", "m/F_r", "", "share of the SM's register file the row takes")

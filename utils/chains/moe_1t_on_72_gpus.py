@@ -375,9 +375,9 @@ def variant_plans(p, ch) -> dict:
 
 
 LONG_CTX = 131072
-MOONSHOT_MIN_H200 = 16   # MoonshotAI/Kimi-K2 docs/deploy_guidance.md: "the smallest deployment unit for Kimi-K2
-                         # FP8 weights with 128k seqlen on mainstream H200 or H20 platform is a cluster with 16
-                         # GPUs" (read 2026-11-29)
+# The smallest H200 deployment Moonshot names for Kimi K2's FP8 weights at 128k context (its deployment
+# guidance, quoted in the catalog entry).
+MOONSHOT_MIN_H200 = int(catalog.entry("software", "kimi-k2-deployment").q("min_h200").m)
 
 
 def exercises(p, ch) -> dict:

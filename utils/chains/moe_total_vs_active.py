@@ -561,8 +561,8 @@ DAY6_QUOTE = ("\u201cEach deployment unit spans 18 nodes with 32 redundant route
               "inference-system overview, open-infra-index, February 2025)")
 # DeepSeek served on H800s: an H100 with its NVLink cut down, the same 400 Gb/s InfiniBand NIC per GPU. The
 # catalog has no H800, so the section prices the H100 SXM and shows the NVLink term again at the report's own
-# H800 figure (sec. 3.2.2: "NVLink offers a bandwidth of 160 GB/s, roughly 3.2 times that of IB (50 GB/s)").
-H800_NVLINK = q(160, "GB/s")
+# H800 figure (sec. 3.2.2, quoted in the catalog's interconnect h800-nvlink).
+H800_NVLINK = catalog.interconnect("h800-nvlink").q("bandwidth")
 EP320 = dict(model="deepseek-v3", gpu="h100-sxm", b_w=1.0)
 
 

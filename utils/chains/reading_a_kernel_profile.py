@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from utils import catalog
 from utils.chain import Chain, as_float, memoised
-from utils.chains.bank_conflicts import CLOCK_SOURCE, GUIDE
+from utils.chains.bank_conflicts import CLOCK_SOURCE, GUIDE, SM_CLOCK_GHZ
 from utils.gpu.coalescing import LINE, SECTOR, WARP, analyse, column_walk, row_walk, strided
 from utils.gpu.kernel_profile import (
     BALANCED,
@@ -39,7 +39,7 @@ PARAMETERS = (
           check="accelerator", source="catalog: NVIDIA H200, the book's reference GPU"),
     Param("bytes_per_element", 4, "bytes per element of the walked matrix", unit="B", check="choice",
           choices=(2, 4, 8), source="fp32, the book's default element"),
-    Param("sm_clock_ghz", 1.98, "SM clock under load (not in the catalog: set it with the GPU)", unit="GHz",
+    Param("sm_clock_ghz", 1.98, "SM clock under load (the catalog's H100 boost clock: set it with the GPU)", unit="GHz",
           source=CLOCK_SOURCE),
     Param("l1_bytes_per_clock", 128, "bytes one SM's L1 data path moves per clock", unit="B",
           source=L1_SOURCE),
@@ -66,7 +66,7 @@ def validate(p):
         raise ParameterError(f"gpu: {p.gpu.key!r} has no hbm_bandwidth in the catalog")
 
 
-def rates(gpu, sm_clock_ghz=1.98, l1_bytes_per_clock=128, wavefront="lines") -> Rates:
+def rates(gpu, sm_clock_ghz=SM_CLOCK_GHZ, l1_bytes_per_clock=128, wavefront="lines") -> Rates:
     acc = catalog.accelerator(gpu)
     return Rates(int(as_float(acc.q("sm_count"), "")), float(sm_clock_ghz) * 1e9, float(l1_bytes_per_clock),
                  as_float(acc.q("hbm_bandwidth"), "B/s"), wavefront)
@@ -132,7 +132,7 @@ def patterns() -> dict:
     return out
 
 
-def pattern_rows(gpu="h200", clock=1.98, l1=128, busy=0.82) -> list[tuple]:
+def pattern_rows(gpu="h200", clock=SM_CLOCK_GHZ, l1=128, busy=0.82) -> list[tuple]:
     """Each pattern under both wavefront readings: (name, reading, sectors/request, DRAM, L1, limiter)."""
     rows = []
     for name, loads in patterns().items():
@@ -157,7 +157,7 @@ def claim_numbers() -> dict:
     walk = analyse(column_walk(ROW, 4), 4)
     out = {"tol": tol, "needed": {}, "walk": {}, "hits": []}
     for wf in ("lines", "sectors"):
-        r = rates("h200", 1.98, 128, wf)
+        r = rates("h200", SM_CLOCK_GHZ, 128, wf)
         out["needed"][wf] = reuse_for_ratio(c["dram"] / c["pipe"], walk, r)
         out["walk"][wf] = predict([Load(walk, reuse=1 / walk.efficiency)], r, c["pipe"])
     for name, wf, _, dram, l1, _ in pattern_rows(busy=c["pipe"]):
@@ -303,7 +303,7 @@ def exercises(p, ch: Chain) -> dict:
     b1 = bottleneck(compute_pct=45.0, memory_pct=30.0)
     b2 = bottleneck(compute_pct=20.0, memory_pct=25.0, waves=0.5)
     b3 = bottleneck(compute_pct=20.0, memory_pct=25.0, waves=4.0)
-    fp64 = walk_chain("h200", 8, 1.98, 128, "lines", 0.82)
+    fp64 = walk_chain("h200", 8, SM_CLOCK_GHZ, 128, "lines", 0.82)
     return {
         "ex1-c": pct(0.45), "ex1-m": pct(0.30), "ex1-name": b1.name, "ex1-section": b1.section.name,
         "ex2-c": pct(0.20), "ex2-m": pct(0.25), "ex2-waves": fmt(0.5), "ex2-name": b2.name,
