@@ -49,7 +49,8 @@ RESULTS = (
 # Counted on the page (and in tests/chains/test_attention_traffic.py) from the operations eager torch dispatches
 # for materialised attention: S written, S read by the softmax, P written, P read by the second product.
 SQUARE_WRITES, SQUARE_READS = 2, 2
-REGFILE = q(65536 * 4, "B")
+# The register file of the chapter's GPU (the gpu Param's default), from the catalog's per-SM limits.
+REGFILE = q(int(catalog.entry("sm_limit", PARAMETERS[0].default).q("registers").m) * 4, "B")
 REGFILE_SOURCE = ("NVIDIA, Tuning CUDA Applications for Hopper GPU Architecture (Hopper Tuning Guide), "
                   "section Occupancy: 'The register file size is 64K 32-bit registers per SM', "
                   "https://docs.nvidia.com/cuda/hopper-tuning-guide/index.html, read 2026-11-29")

@@ -25,6 +25,8 @@ import torch
 import triton
 import triton.language as tl
 
+from utils.gpu.occupancy import WARP, SMLimits
+
 MAX_COLS = 32768
 
 
@@ -98,8 +100,9 @@ def softmax(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
 
 PERSISTENT_ELEMENTS = 4096      # values one program holds at once (ROWS x BLOCK) for short rows
 MAX_ROWS_PER_PROGRAM = 64
-_THREADS_PER_SM = 2048          # Hopper (and Ampere): 64 warps resident per SM
-_REGISTERS_PER_SM = 65536
+# Hopper's (and Ampere's) per-SM limits, the occupancy rule's own (utils/gpu/occupancy.py): 64 warps, 64K registers.
+_THREADS_PER_SM = SMLimits().max_warps * WARP
+_REGISTERS_PER_SM = SMLimits().registers
 
 
 def persistent_warps(n_cols: int) -> int:
