@@ -55,10 +55,11 @@ $(VENV)/.pdf: $(VENV)/.book
 lint: $(VENV)/.test
 	$(VENV)/bin/ruff check utils tests chapters book
 
+# One pytest run for the tests and nbval's notebooks, so both cores stay busy to the end (two runs each left a
+# core idle while their last module finished).
 test: $(VENV)/.test lint book-strict
-	$(PY) -m pytest -n 2 --dist loadscope tests
 	$(PY) -m pytest -n 2 --dist loadscope --nbval --nbval-current-env \
-	    --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider $(CHAPTERS) $(GENERATED)
+	    --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider tests $(CHAPTERS) $(GENERATED)
 
 notebooks: $(VENV)/.test
 	$(PY) -m utils.tools.execute $(CHAPTERS) $(GENERATED)
