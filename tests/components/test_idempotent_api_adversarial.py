@@ -3,13 +3,10 @@ an answer reports, hostile bodies and ids are 4xx (never a 500), a key reused wi
 and four processes on one SQLite file, one killed mid-create (SIGKILL), leave one resource per key and
 every acknowledged create stored."""
 import json
-import os
-import signal
 import sqlite3
-import subprocess
-import sys
 
 import pytest
+from writers import writers_one_killed
 
 from utils.components.idempotent_api import ResourceAPI, encode_cursor
 
@@ -81,18 +78,7 @@ with ResourceAPI(path) as api:
 def test_four_processes_one_killed_mid_create_one_resource_per_key(tmp_path):
     path = tmp_path / "shared.db"
     ResourceAPI(path).close()
-    env = dict(os.environ, PYTHONPATH=os.getcwd())
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(k), "100000" if k == 0 else "80"],
-                              stdout=subprocess.PIPE, text=True, env=env) for k in range(4)]
-    victim, acked = procs[0], []
-    for _ in range(30):
-        acked.append(victim.stdout.readline().split())
-    os.kill(victim.pid, signal.SIGKILL)
-    victim.wait(10)
-    for p in procs[1:]:
-        out, _ = p.communicate(timeout=30)
-        assert p.returncode == 0
-        acked += [line.split() for line in out.splitlines()]
+    acked = writers_one_killed(WRITER, path, victim_lines=30, survivor_ops=80)
     db = sqlite3.connect(path)
     assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     rows = db.execute("SELECT key, response FROM idempotency_keys").fetchall()

@@ -2,12 +2,9 @@
 or job is refused, not replayed), hostile names and amounts are refused with nothing posted, and four
 processes debiting one SQLite file, one killed mid-debit (SIGKILL), leave the book balanced, no team below
 zero and every acknowledged debit posted once."""
-import os
-import signal
-import subprocess
-import sys
 
 import pytest
+from writers import writers_one_killed
 
 from utils.fleet.ledger import Ledger, gpu_hours
 
@@ -74,18 +71,7 @@ def test_four_processes_one_killed_mid_debit_the_book_balances(tmp_path):
     with Ledger(path, clock=lambda: T) as l:
         l.open_team("vision")
         l.grant("vision", 30_000, key="g")
-    env = dict(os.environ, PYTHONPATH=os.getcwd())
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(k), "100000" if k == 0 else "200"],
-                              stdout=subprocess.PIPE, text=True, env=env) for k in range(4)]
-    victim, acked = procs[0], []
-    for _ in range(40):
-        acked.append(victim.stdout.readline().split())
-    os.kill(victim.pid, signal.SIGKILL)
-    victim.wait(10)
-    for p in procs[1:]:
-        out, _ = p.communicate(timeout=30)
-        assert p.returncode == 0
-        acked += [line.split() for line in out.splitlines()]
+    acked = writers_one_killed(WRITER, path, victim_lines=40, survivor_ops=200)
     with Ledger(path, clock=lambda: T) as l:
         audit = l.audit()
         assert l.db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
