@@ -146,7 +146,7 @@ def _storable(v, depth: int = 0) -> bool:
     if depth > 32:
         return False
     if isinstance(v, str):
-        return _utf8(v)
+        return utf8_encodable(v)
     if isinstance(v, bool) or v is None:
         return True
     if isinstance(v, int):
@@ -156,11 +156,12 @@ def _storable(v, depth: int = 0) -> bool:
     if isinstance(v, list):
         return all(_storable(x, depth + 1) for x in v)
     if isinstance(v, dict):
-        return all(isinstance(k, str) and _utf8(k) and _storable(x, depth + 1) for k, x in v.items())
+        return all(isinstance(k, str) and utf8_encodable(k) and _storable(x, depth + 1) for k, x in v.items())
     return False
 
 
-def _utf8(s: str) -> bool:
+def utf8_encodable(s: str) -> bool:
+    """False for a string UTF-8 cannot encode (a lone surrogate), which SQLite, JSON and a socket refuse."""
     try:
         s.encode()
         return True
@@ -168,9 +169,14 @@ def _utf8(s: str) -> bool:
         return False
 
 
+def valid_key(key) -> bool:
+    """An idempotency key: a UTF-8 string of 1 to MAX_KEY characters (the streaming server's keys too)."""
+    return isinstance(key, str) and 1 <= len(key) <= MAX_KEY and utf8_encodable(key)
+
+
 def validate_key(key) -> str | None:
     """The 400 message for a bad Idempotency-Key, or None (no key is fine)."""
-    if key is not None and (not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY or not _utf8(key)):
+    if key is not None and not valid_key(key):
         return f"Idempotency-Key must be a UTF-8 string of 1 to {MAX_KEY} characters"
     return None
 

@@ -52,13 +52,12 @@ import math
 import socket
 from dataclasses import dataclass, field
 
-from utils.components.idempotent_api import request_hash
+from utils.components.idempotent_api import MAX_KEY, request_hash, utf8_encodable, valid_key
 
 PAD = 1000         # bytes of padding per event: a token event with its metadata, large enough that a stalled
                    # reader fills the small socket buffers of the test in tens of events
 MAX_LINE = 64 * 1024   # bytes of one request line (asyncio's default StreamReader limit)
 MAX_PROMPT = 16_384    # characters of a prompt
-MAX_KEY = 255          # characters of an idempotency key (Stripe's limit)
 
 
 def token(prompt: str, i: int) -> str:
@@ -376,11 +375,11 @@ class StreamingServer:
                     return f"{name} must be a whole number >= 0"
             return None
         prompt, n, key = req.get("prompt"), req.get("tokens"), req.get("key")
-        if not isinstance(prompt, str) or len(prompt) > MAX_PROMPT or not _utf8(prompt):
+        if not isinstance(prompt, str) or len(prompt) > MAX_PROMPT or not utf8_encodable(prompt):
             return f"prompt must be a UTF-8 string of at most {MAX_PROMPT} characters"
         if not _whole(n) or not 1 <= n <= self.max_tokens:
             return f"tokens must be a whole number from 1 to {self.max_tokens}"
-        if key is not None and (not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY or not _utf8(key)):
+        if key is not None and not valid_key(key):
             return f"key must be a UTF-8 string of 1 to {MAX_KEY} characters"
         if "offset" in req and not _whole(req["offset"]):
             return "offset must be a whole number >= 0"
@@ -391,12 +390,6 @@ def _whole(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and v >= 0
 
 
-def _utf8(s: str) -> bool:
-    try:
-        s.encode()
-        return True
-    except UnicodeEncodeError:
-        return False
 
 
 def _parse(line: bytes):
