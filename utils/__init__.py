@@ -3,8 +3,9 @@ it may import (tests/framework/test_rooms.py holds these rules, lazy imports inc
 
 The framework, the modules at this level: `units` (the one pint registry and the one number formatter),
 `params` (parameter specs and checks, a chapter's `Spec`, `Result` and `Inputs`), `chain` (a chain of steps
-that renders as a table and solves for any unknown), `formula_code` (the stored numpy code of every chain
-formula, formula_code.json), `verdicts`, `results` (publishing and glue), `display` (tables, source blocks,
+that renders as a table and solves for any unknown), `formula_code` (the stored code of every chain formula,
+formula_code.json) and `formula_math` (the functions that code calls: math for a scalar, numpy only for an
+array, so a closed-form chapter computes without numpy, in the reader's browser too), `verdicts`, `results` (publishing and glue), `display` (tables, source blocks,
 the figure style), `measured` (the chapters' only door to the GPU records), `rederive` (the reader's command),
 `measure` (the GPU harness's command, a door into gpu/), and the arithmetic that crosses parts: `models`
 (parameter and FLOP counts from an architecture, KV bytes) and `roofline`.

@@ -10,16 +10,14 @@ the result, so a chain renders as a table of formula -> numbers -> answer and ev
     ch            # in a notebook: the table
 
 Formulas are strings over the symbols already in the chain (sympy parses them, so they render as LaTeX
-and can be solved for any unknown); they are evaluated with numpy on pint quantities, so a unit slip
-raises instead of printing a wrong number. The numpy code sympy prints for each formula is kept in
-utils/formula_code.json (utils/formula_code.py), so computing a chain imports no sympy; showing one does.
+and can be solved for any unknown); they are evaluated on pint quantities, so a unit slip raises instead of
+printing a wrong number. The code sympy prints for each formula is kept in utils/formula_code.json
+(utils/formula_code.py), so computing a chain imports no sympy (showing one does) and a scalar chain no numpy.
 """
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-
-import numpy as np
 
 from utils import formula_code
 from utils.units import Q_, fmt
@@ -177,10 +175,10 @@ class Chain:
 
 
 def as_float(x, unit: str | None = None) -> float:
-    """A quantity's magnitude as a plain float, in `unit` if given (for numpy sweeps and asserts)."""
+    """A quantity's magnitude as a plain float, in `unit` if given (for sweeps and asserts)."""
     if hasattr(x, "units"):
         x = x.to(unit) if unit is not None else x
-        return float(np.asarray(x.magnitude))
+        return float(x.magnitude)
     return float(x)
 
 

@@ -3,7 +3,9 @@ re-derivation evaluates a chain without importing sympy (a third of a second a c
 
 A chain step is a formula string over the chain's symbols; a solved step is an equation and the unknown it is
 solved for. sympy parses the formula (or solves the equation) and its NumPyPrinter writes the expression as
-Python over numpy; that code is what the chain evaluates on pint quantities. The printed code depends only on
+Python; its functions (ceil, maximum, ...) are taken from utils.formula_math, which computes a scalar with
+Python's math and pint and imports numpy only for an array, so a closed-form chapter evaluates without numpy
+(in the reader's browser too). That code is what the chain evaluates on pint quantities. The printed code depends only on
 the formula's text and on which of its names are the chain's symbols, so it is stored under that key:
 
     code_for_step("k*N*D", {"k", "N", "D"})                  # -> Code(text="k*N*D", imports=(), free=(...))
@@ -27,7 +29,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from utils import formula_math
+
 FILE = Path(__file__).with_name("formula_code.json")
+_MODULE = {"numpy": "utils.formula_math"}  # NumPyPrinter's module -> where the book's code takes those names
 _NAME = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 MISSES: list[str] = []          # keys not in the file, each time one is asked for (the completeness test reads it)
 _USE_FILE = True                # False while rebuilding the file
@@ -37,7 +42,7 @@ _PRINTED: dict = {}             # key -> entry sympy printed in this process, so
 
 @dataclass(frozen=True)
 class Code:
-    text: str                   # Python over numpy names, as sympy's NumPyPrinter writes it
+    text: str                   # Python over utils.formula_math's names, as sympy's NumPyPrinter writes them
     imports: tuple              # ((module, (name, ...)), ...) the code uses
     free: tuple                 # the chain symbols the code reads, sorted
     names: tuple                # the chain symbols the formula's text mentions (the key's), sorted
@@ -83,8 +88,7 @@ def code_for_solve(equation: str, unknown: str, symbols) -> Code:
 
 
 def evaluate(code: Code, values: dict):
-    """The code run on the chain's values (pint quantities), in a namespace of only the numpy names it uses
-    (lambdify's own is `from numpy import *`, which imports numpy.f2py: a fifth of a re-derivation)."""
+    """The code run on the chain's values (pint quantities), in a namespace of only the names it uses."""
     namespace = {name: getattr(importlib.import_module(module), name) for module, names in code.imports
                  for name in names}
     return eval(code.text, namespace, {n: values[n] for n in code.free})  # noqa: S307 - printed by sympy
@@ -131,7 +135,10 @@ def _print(expr) -> dict:
     printer = NumPyPrinter({"fully_qualified_modules": False, "inline": True, "allow_unknown_functions": True,
                             "user_functions": {}})
     code = printer.doprint(expr)
-    imports = sorted([m, sorted(n)] for m, n in printer.module_imports.items())
+    imports = sorted([_MODULE.get(m, m), sorted(n)] for m, n in printer.module_imports.items())
+    missing = sorted(set(next((n for m, n in imports if m == _MODULE["numpy"]), ())) - set(formula_math.__all__))
+    if missing:
+        raise ValueError(f"utils.formula_math lacks {missing}, which the formula {code} calls: add them there")
     return {"code": code, "imports": imports, "free": free}
 
 

@@ -197,12 +197,17 @@ class Spec:
     - parameters: Params, in the page's order; results: Results, in the page's order;
     - compute(p): the chain as a pure function of the checked inputs;
     - validate(p) (optional): checks across parameters (a conflict, a layout that cannot exist);
-    - refused (optional): {name: why} for inputs a reader may reach for that would mix architectures.
+    - refused (optional): {name: why} for inputs a reader may reach for that would mix architectures;
+    - closed_form: True when the results need no array and no random draw, so compute(p) runs on the standard
+      library and pint alone (no numpy): the chapter re-derives in the reader's browser, and
+      tests/chains/test_closed_form.py derives it with numpy made unimportable.
     A chain module checks its own claim's inputs with `SPEC.check(...)` and another chapter's with
     `that_module.SPEC.check(...)`, so no chain module needs the registry (utils.chains), which finds them."""
 
-    def __init__(self, slug: str, parameters, results, compute, *, validate=None, refused=None):
+    def __init__(self, slug: str, parameters, results, compute, *, validate=None, refused=None,
+                 closed_form: bool = False):
         self.slug = slug
+        self.closed_form = closed_form
         self.parameters = tuple(parameters)
         self.results = tuple(results)
         self.compute = compute

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
-from utils import catalog
+from utils import catalog, formula_math
 from utils.params import Param
 from utils.units import q
 
@@ -36,7 +34,7 @@ def chip(gpu: str, dtype: str = "bf16") -> Chip:
 
 def attainable(intensity, c: Chip):
     """The roofline: min(peak, intensity x bandwidth). `intensity` in FLOP/byte (array or scalar)."""
-    return np.minimum(c.peak.to("FLOP/s").m, (intensity * c.bandwidth).to("FLOP/s").m) * c.peak.to("FLOP/s").u
+    return formula_math.minimum(c.peak.to("FLOP/s").m, (intensity * c.bandwidth).to("FLOP/s").m) * c.peak.to("FLOP/s").u
 
 
 def time_floor(flops, bytes_moved, c: Chip):
