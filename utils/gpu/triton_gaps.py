@@ -165,10 +165,12 @@ class Kernel:
 
 
 def triton_kernels(source: str) -> list[str]:
-    """Names of the @triton.jit functions that the same source launches as `name[grid](...)` (a jit
-    function only called from another kernel is inlined into it, not a kernel of its own)."""
+    """Names of the @triton.jit functions that the same source launches: as `name[grid](...)`, or handed as a
+    value to a launch helper (`_launch(name, ...)`). A jit function only called, `name(...)`, from another kernel
+    is inlined into it, not a kernel of its own."""
     names = re.findall(r"@triton\.jit\s*\n\s*def\s+(\w+)", source)
-    return [n for n in names if re.search(rf"\b{n}\s*\[", source)]
+    return [n for n in names if re.search(rf"\b{n}\s*\[", source)
+            or re.search(rf"(?<!def )\b{n}\b(?!\s*\()", source)]
 
 
 def cuda_kernels(source: str) -> dict[str, str]:

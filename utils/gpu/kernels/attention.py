@@ -120,16 +120,21 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tens
 
     q, k, v, out: tensors of one shape (..., N, d) and one dtype (float32, float16 or bfloat16); d a power
     of two from 16 to 256. scale defaults to 1 / sqrt(d)."""
+    return _launch(_attention_kernel, q, k, v, out, causal, scale, block_q, block_k, num_warps, num_stages)
+
+
+def _launch(kernel, q, k, v, out, causal, scale, block_q, block_k, num_warps, num_stages) -> torch.Tensor:
+    """One launch path for both attention kernels (they take the same arguments): checks, grid, launch."""
     qh, kh, vh, oh, out, n_ctx, d = _checked(q, k, v, out, block_q, block_k)
     scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
     if qh.shape[0] and n_ctx:
         grid = (triton.cdiv(n_ctx, block_q), qh.shape[0])
         extra = {} if num_stages is None else {"num_stages": num_stages}
-        _attention_kernel[grid](qh, kh, vh, oh, n_ctx, scale * _LOG2E,
-                                qh.stride(0), qh.stride(1), kh.stride(0), kh.stride(1),
-                                vh.stride(0), vh.stride(1), oh.stride(0), oh.stride(1),
-                                HEAD_DIM=d, BLOCK_Q=block_q, BLOCK_K=block_k, CAUSAL=bool(causal),
-                                num_warps=num_warps or (8 if block_q >= 128 else 4), **extra)
+        kernel[grid](qh, kh, vh, oh, n_ctx, scale * _LOG2E,
+                     qh.stride(0), qh.stride(1), kh.stride(0), kh.stride(1),
+                     vh.stride(0), vh.stride(1), oh.stride(0), oh.stride(1),
+                     HEAD_DIM=d, BLOCK_Q=block_q, BLOCK_K=block_k, CAUSAL=bool(causal),
+                     num_warps=num_warps or (8 if block_q >= 128 else 4), **extra)
     return out
 
 
@@ -261,14 +266,4 @@ def attention_exp2(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch
                    ) -> torch.Tensor:
     """attention's arguments and result, by the exp2 kernel (scale folded into one FMA, masks only on
     boundary blocks); returns out."""
-    qh, kh, vh, oh, out, n_ctx, d = _checked(q, k, v, out, block_q, block_k)
-    scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
-    if qh.shape[0] and n_ctx:
-        grid = (triton.cdiv(n_ctx, block_q), qh.shape[0])
-        extra = {} if num_stages is None else {"num_stages": num_stages}
-        _attention_exp2_kernel[grid](qh, kh, vh, oh, n_ctx, scale * _LOG2E,
-                                     qh.stride(0), qh.stride(1), kh.stride(0), kh.stride(1),
-                                     vh.stride(0), vh.stride(1), oh.stride(0), oh.stride(1),
-                                     HEAD_DIM=d, BLOCK_Q=block_q, BLOCK_K=block_k, CAUSAL=bool(causal),
-                                     num_warps=num_warps or (8 if block_q >= 128 else 4), **extra)
-    return out
+    return _launch(_attention_exp2_kernel, q, k, v, out, causal, scale, block_q, block_k, num_warps, num_stages)
