@@ -5,8 +5,9 @@ The framework, the modules at this level: `units` (the one pint registry and the
 `params` (parameter specs and checks, a chapter's `Spec`, `Result` and `Inputs`), `chain` (a chain of steps
 that renders as a table and solves for any unknown), `formula_code` (the stored code of every chain formula,
 formula_code.json) and `formula_math` (the functions that code calls: math for a scalar, numpy only for an
-array, so a closed-form chapter computes without numpy, in the reader's browser too), `verdicts`, `results` (publishing and glue), `display` (tables, source blocks,
-the figure style), `measured` (the chapters' only door to the GPU records), `rederive` (the reader's command),
+array, so a closed-form chapter computes without numpy, in the reader's browser too), `verdicts`, `results`
+(publishing and glue), `display` (tables, source blocks, the figure style), `measured` (the chapters' only
+door to the GPU records), `rederive` (the reader's command),
 `measure` (the GPU harness's command, a door into gpu/), and the arithmetic that crosses parts: `models`
 (parameter and FLOP counts from an architecture, KV bytes) and `roofline`.
     May import: the framework, catalog/. `measured` and `measure` also gpu/; `results` also chains/ (a page
@@ -14,8 +15,9 @@ the figure style), `measured` (the chapters' only door to the GPU records), `red
     reader's command re-derives a chapter and writes its page).
 
 catalog/: sourced data, one TOML file a kind (accelerators, interconnects, models, prices, runs, software,
-per-SM limits), each value with its source, kind and date; `entries` (the schema and look-ups), and the
-loaders of a reader's own files: `hf_config` (a Hugging Face config.json) and `specfile` (a spec file).
+per-SM limits, NVIDIA's SuperPOD fabric table), each value with its source, kind and date; `entries` (the schema
+and look-ups), and the loaders of a reader's own files: `hf_config` (a Hugging Face config.json) and `specfile`
+(a spec file).
     May import: the framework's `units` and `models`, and itself.
 
 training/, serving/, fleet/: one package a part of the book (Parts 3, 4 and 5; Part 1's KV-cache arithmetic

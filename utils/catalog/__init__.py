@@ -9,8 +9,9 @@ a bare literal (a config number, inheriting the entry's source) or a table:
                    kind = "spec", note = "the 1,979 TFLOP/s headline is with 2:4 sparsity",
                    alternatives = [{ value = ..., unit = ..., source = ..., note = ... }] }
 
-`kind` is spec (a vendor or paper figure), assumption (a judgement the book makes), measured, or
-measured-by-others (a rate someone else measured and published, beside the datasheet peak it is read against).
+`kind` is spec (a vendor or paper figure), market (a price read off a vendor's or a market's list), assumption
+(a judgement the book makes), measured, or measured-by-others (a figure someone else measured and published, such
+as a rate beside the datasheet peak it is read against).
 Where sources disagree the primary value is the one the book uses and `alternatives` keeps the rest;
 `note` says why. The schema is checked on load, so a value without a source or a date cannot exist.
 """
@@ -26,10 +27,10 @@ from utils.catalog.entries import (  # noqa: F401 - the catalog's public names
     Entry,
     Source,
     Value,
-    _load,
     entry,
     keys,
     kinds,
+    load_kind,
     looks_like_path,
     nearest,
     parse,
@@ -85,4 +86,4 @@ def run(key: str) -> Entry:
 
 def sources(kind: str) -> dict[str, Source]:
     """Every source cited by a kind's values, by id."""
-    return {v.source.id: v.source for e in _load(kind).values() for v in e.values.values()}
+    return {v.source.id: v.source for e in load_kind(kind).values() for v in e.values.values()}

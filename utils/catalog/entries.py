@@ -12,8 +12,8 @@ from pathlib import Path
 from utils.units import Q_
 
 HERE = Path(__file__).parent
-KINDS = ("spec", "assumption", "measured", "measured-by-others")
-_ENTRY_META = {"name", "source", "notes", "kind"}
+KINDS = ("spec", "market", "assumption", "measured", "measured-by-others")
+ENTRY_META = {"name", "source", "notes", "kind"}
 
 
 class CatalogKeyError(KeyError):
@@ -119,13 +119,13 @@ def parse(data: dict, kind: str, origin: str) -> dict[str, Entry]:
     for key, body in data.get(kind, {}).items():
         values = {name: _value(f"{kind}.{key}", name, raw, body.get("source"),
                                body.get("kind", "spec"), sources)
-                  for name, raw in body.items() if name not in _ENTRY_META}
+                  for name, raw in body.items() if name not in ENTRY_META}
         entries[key] = Entry(kind, key, body.get("name", key), values, body.get("notes", ""))
     return entries
 
 
 @lru_cache(maxsize=None)
-def _load(kind: str) -> dict[str, Entry]:
+def load_kind(kind: str) -> dict[str, Entry]:
     path = HERE / f"{kind}s.toml"
     return parse(tomllib.loads(path.read_text()), kind, path.name)
 
@@ -135,7 +135,7 @@ def kinds() -> list[str]:
 
 
 def keys(kind: str) -> list[str]:
-    return sorted(_load(kind))
+    return sorted(load_kind(kind))
 
 
 def nearest(key: str, valid: list[str]) -> str | None:
@@ -151,7 +151,7 @@ def entry(kind: str, key) -> Entry:
     """The catalog entry of `kind` under `key`; an Entry passes through, so a caller need not ask which it holds."""
     if isinstance(key, Entry):
         return key
-    table = _load(kind)
+    table = load_kind(kind)
     if key not in table:
         hint = nearest(key, sorted(table))
         did = f"did you mean {hint!r}? " if hint else ""

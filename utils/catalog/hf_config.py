@@ -235,9 +235,9 @@ def _size(n: float) -> str:
 def _catalog_units() -> dict[str, str]:
     """Each model field's unit as the catalog gives it (max_context and sliding_window are tokens), so a field
     read from a config.json carries the same unit as a catalog model's and a chapter reads either alike."""
-    from utils.catalog.entries import _load
+    from utils.catalog.entries import load_kind
     out: dict[str, str] = {}
-    for e in _load("model").values():
+    for e in load_kind("model").values():
         for k, v in e.values.items():
             if hasattr(v.q, "units") and str(v.q.units) != "dimensionless":
                 out.setdefault(k, str(v.q.units))

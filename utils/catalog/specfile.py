@@ -13,7 +13,7 @@ import math
 import tomllib
 from pathlib import Path
 
-from utils.catalog.entries import _ENTRY_META, CatalogFileError, Entry, _load, parse
+from utils.catalog.entries import ENTRY_META, CatalogFileError, Entry, load_kind, parse
 from utils.units import Q_
 
 # What every chain that takes a GPU reads; others (sm_count, l2_cache, tdp, ...) are asked for by name.
@@ -77,7 +77,7 @@ def _check(data: dict, path: Path) -> None:
         raise CatalogFileError(f"{path.name}: accelerator must be a table of [accelerator.<key>] tables, "
                                f"got {tables!r}")
     catalog = {}
-    for known in _load("accelerator").values():
+    for known in load_kind("accelerator").values():
         for name, v in known.values.items():
             catalog.setdefault(name, v.q)
     for key, body in tables.items():
@@ -86,7 +86,7 @@ def _check(data: dict, path: Path) -> None:
         if not isinstance(body.get("name", key), str):
             raise CatalogFileError(f"{path.name}: accelerator.{key}.name must be text, got {body['name']!r}")
         for name, raw in body.items():
-            if name in _ENTRY_META:
+            if name in ENTRY_META:
                 continue
             where = f"{path.name}: accelerator.{key}.{name}"
             alternatives = raw.get("alternatives", []) if isinstance(raw, dict) else []

@@ -174,6 +174,16 @@ def valid_key(key) -> bool:
     return isinstance(key, str) and 1 <= len(key) <= MAX_KEY and utf8_encodable(key)
 
 
+def checked_name(what: str, v, limit: int = MAX_KEY) -> str:
+    """v when it is a UTF-8 string of 1 to `limit` characters, else a ValueError naming `what`: the one check of a
+    key or name that the book's stores take (this API's keys, the credit ledger's, the token limiter's names)."""
+    if not isinstance(v, str) or not 1 <= len(v) <= limit:
+        raise ValueError(f"{what} must be a string of 1 to {limit} characters, got {v!r:.80}")
+    if not utf8_encodable(v):
+        raise ValueError(f"{what} is not valid UTF-8 (a lone surrogate): {v!r:.80}")
+    return v
+
+
 def validate_key(key) -> str | None:
     """The 400 message for a bad Idempotency-Key, or None (no key is fine)."""
     if key is not None and not valid_key(key):

@@ -44,6 +44,8 @@ import sqlite3
 import time
 from dataclasses import dataclass
 
+from utils.components.idempotent_api import checked_name
+
 MAX_AMOUNT = 2 ** 53          # GPU-seconds in one call: far beyond any fleet, and SUM stays exact
 MAX_NAME = 255               # characters of a key, team or job name
 SECONDS_PER_HOUR = 3600
@@ -308,13 +310,7 @@ def _check_amount(x):
 
 
 def _name(what: str, v) -> str:
-    if not isinstance(v, str) or not 1 <= len(v) <= MAX_NAME:
-        raise ValueError(f"{what} must be a string of 1 to {MAX_NAME} characters, got {v!r:.80}")
-    try:
-        v.encode()
-    except UnicodeEncodeError:
-        raise ValueError(f"{what} is not valid UTF-8 (a lone surrogate): {v!r:.80}") from None
-    return v
+    return checked_name(what, v, MAX_NAME)
 
 
 def _request(call: str, *, key, **fields) -> str:

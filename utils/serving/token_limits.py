@@ -54,8 +54,7 @@ import threading
 from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
-import numpy as np
-
+from utils.components.idempotent_api import checked_name
 from utils.components.token_bucket import EPS, FakeClock, TokenBucket
 
 __all__ = ["Limits", "Admission", "Settlement", "TwoBucketLimiter", "RedisTokenLimiter", "ADMIT_LUA",
@@ -109,13 +108,7 @@ MAX_NAME = 256       # characters of a tenant, model or request id
 
 
 def _name(what: str, v) -> str:
-    if not isinstance(v, str) or not 1 <= len(v) <= MAX_NAME:
-        raise ValueError(f"{what} must be a string of 1 to {MAX_NAME} characters, got {v!r:.80}")
-    try:
-        v.encode()
-    except UnicodeEncodeError:
-        raise ValueError(f"{what} is not valid UTF-8 (a lone surrogate): {v!r:.80}") from None
-    return v
+    return checked_name(what, v, MAX_NAME)
 
 
 def _count(name: str, v) -> float:
@@ -325,6 +318,8 @@ def request_sequence(n: int, seed: int, *, rate: float = 8.0, tenants=("acme", "
                      decode_tps: float = 50.0) -> list[dict]:
     """n requests, Poisson arrivals at `rate` per second, prompts from 50 to 50,000 tokens (log-uniform),
     max_tokens from a menu, the reply a uniform share of max_tokens; a reply ends output/decode_tps later."""
+    import numpy as np  # the seeded draws only: the limiter itself is plain Python
+
     g = np.random.default_rng(seed)
     t = np.cumsum(g.exponential(1.0 / rate, n))
     prompt = np.round(np.exp(g.uniform(math.log(50), math.log(50_000), n)))
