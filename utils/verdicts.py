@@ -1,8 +1,9 @@
 """A claim from the source documents and the book's verdict on it: one of four, by one rule.
 
 - holds: true as written, at the inputs the source names or implies;
-- holds under a stated reading: true under a reading the source's own words admit; `reading` names it
-  and the page shows what changes under the others;
+- holds under a stated reading: true under a reading the source's own words admit; `reading` quotes the
+  words it reads (in quotation marks, verbatim from the claim's quote) and names the reading, and the page
+  shows what changes under the others;
 - wrong as stated: false under every reading the words admit (an input back-solved to make the claim
   come out is not a reading; two halves that need different readings are not one reading);
   `nearest_true` gives the statement that is true;
@@ -13,11 +14,24 @@ the arithmetic (`judge`, `within`), and the reason is built from formatted numbe
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 HOLDS, READING, WRONG, UNCHECKABLE = ("holds", "holds under a stated reading", "wrong as stated",
                                       "cannot be checked")
 VERDICTS = (HOLDS, READING, WRONG, UNCHECKABLE)
+# A quoted span: "..." or curly double quotes, or '...' / curly single quotes standing apart from a word (so an
+# apostrophe in "the source's" opens nothing).
+_QUOTED = re.compile(r'"([^"]+)"|\u201c([^\u201d]+)\u201d|(?<![\w])[\'\u2018]([^\'\u2019]+?)[\'\u2019](?![\w])')
+
+
+def quoted_spans(text: str) -> list[str]:
+    """The spans of `text` in quotation marks."""
+    return [next(g for g in m.groups() if g) for m in _QUOTED.finditer(text)]
+
+
+def _words(text: str) -> str:
+    return " ".join(text.replace("\u2019", "'").replace("\u2018", "'").casefold().split())
 
 
 @dataclass(frozen=True)
@@ -42,6 +56,10 @@ class Claim:
         out = []
         if self.verdict == READING and not self.reading:
             out.append("'holds under a stated reading' needs the reading")
+        elif self.verdict == READING and not any(_words(span.strip(" .,;:")) in _words(self.quote)
+                                                 for span in quoted_spans(self.reading)):
+            out.append("a reading quotes the words it reads: put the source's words it reads, verbatim from the "
+                       "claim's quote, in quotation marks")
         if self.verdict == WRONG and not self.nearest_true:
             out.append("'wrong as stated' needs the nearest true statement")
         return out

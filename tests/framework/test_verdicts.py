@@ -28,3 +28,16 @@ def test_rounds_to_compares_quantities_in_the_claims_unit():
 def test_the_tolerance_band_admits_what_the_rounding_rule_refuses():
     """Why rounds_to exists: at one figure the tolerance band is +-50%, so 5.85 million passed for 10 million."""
     assert within(5.85e6, 1e7, sig_fig_tolerance(1e7, 1)) and not rounds_to(5.85e6, 1e7, 1)
+
+
+def test_a_reading_must_quote_the_words_it_reads_from_the_claims_quote():
+    from utils.verdicts import READING, Claim, quoted_spans
+    base = dict(name="x", quote="Decode is bandwidth-bound for a 70B model on one H100.", source="spec",
+                claimed="bandwidth-bound", derived="bandwidth-bound", verdict=READING, reason="r")
+    assert Claim(**base, reading="'bandwidth-bound' read as below the ridge at batch 1").problems() == []
+    assert Claim(**base, reading="\u201cfor a 70B model\u201d read as Llama-3-70B").problems() == []
+    assert Claim(**base, reading='"Decode is bandwidth-bound." at batch 1').problems() == []
+    unquoted = Claim(**base, reading="decode read as batch 1, the source's own case").problems()
+    not_its_words = Claim(**base, reading="'memory-bound' read as below the ridge").problems()
+    assert len(unquoted) == 1 and len(not_its_words) == 1 and "quotation marks" in unquoted[0]
+    assert quoted_spans("the source's words 'a b' and \"c\"") == ["a b", "c"]
