@@ -38,14 +38,14 @@ def test_images_the_processor_refuses(h, w):
 
 def test_the_merger_makes_one_token_of_four_patches():
     img = v.image_tokens(QWEN, 1080, 1920)
-    assert img["patches"] == 78 * 138 and img["tokens"] == img["patches"] // 4 == 2691
+    assert img["patches"] == 78 * 138 and img["tokens"] == img["patches"] // 4 + 2 == 2693   # vision start, end
 
 
 def test_tokens_never_fall_as_the_image_grows():
     sides = [56 * k for k in range(1, 120)]
     toks = [v.image_tokens(QWEN, s, s)["tokens"] for s in sides]
     assert all(b >= a for a, b in zip(toks, toks[1:]))
-    assert toks[-1] <= 12845056 // (28 * 28)
+    assert toks[-1] <= 12845056 // (28 * 28) + QWEN.extra_tokens   # 16,384 at the cap, and the two markers
 
 
 def test_encoder_flops_are_two_per_parameter_per_patch_plus_attention():

@@ -58,3 +58,13 @@ def test_simulated_pool_matches_its_formula(policy, formula):
 
 def test_simulation_is_seeded():
     assert wp.simulate(1.0, 5.0, 7, 2000, seed=1) == wp.simulate(1.0, 5.0, 7, 2000, seed=1)
+
+
+def test_mean_idle_does_not_underflow_for_a_large_load():
+    # 1,000 requests a second x a 60 s cold start: 60,000 starts in flight, where e^-a is zero in a double.
+    a = 1000.0 * 60.0
+    k = wp.pool_size(1000.0, 60.0, 0.01)
+    idle = wp.mean_idle(a, k)
+    # E[(k - N)+] = (k - a) + E[(N - k)+], and the pool's tail share is 1%, so the second term is under one instance
+    assert 0 < idle - (k - a) < 1
+    assert wp.mean_idle(700.0, 760) == pytest.approx(wp.mean_idle(700.0 + 1e-9, 760), rel=1e-9)  # the two branches meet

@@ -70,3 +70,16 @@ def test_published_ring_defaults_come_from_the_catalog_with_their_source():
     assert (lat["nvlink"], lat["network"]) == (3.4, 14.0) and lat["network"] > lat["nvlink"]
     assert "3.4 µs per NVLink step, 14 µs per network step" in c.nccl_latency_source()
     assert c.ddp_bucket_mib() == 25.0 and "bucket_cap_mb defaults to 25 (" in c.ddp_bucket_source()
+
+
+def test_link_fractions_are_the_catalogs_measured_shares():
+    from utils import catalog
+    nv = catalog.interconnect("hgx-h100-nvswitch")
+    ring = next(a for a in nv["allreduce_busbw_measured"].alternatives if "NVLS_ENABLE=0" in a.note)
+    hdr = catalog.interconnect("ib-hdr")
+    assert c.LINK_FRACTIONS == (round(ring.q.m / nv.q("bandwidth_unidirectional").to("GB/s").m, 3),
+                                round(catalog.entry("software", "nccl").q("allreduce_busbw_hdr_port").to("GB/s").m
+                                      / hdr.q("bandwidth_unidirectional").to("GB/s").m, 3)) == (0.812, 0.96)
+    params = {p.name: p.default for p in c.link_fraction_params()}
+    assert (params["nvlink_fraction"], params["fabric_fraction"]) == c.LINK_FRACTIONS
+    assert all(p.check == "fraction" for p in c.link_fraction_params())

@@ -71,3 +71,14 @@ def test_step_idle_adds_up_and_async_is_never_slower():
     assert r["t_async"] <= r["t_sync"] and r["idle_async"] <= r["idle_sync"]
     with pytest.raises(ValueError, match="stretch"):
         step_idle(20.0, 0.5, 10.0, 50.0, 3.0, 64, 64)
+
+
+def test_the_longest_drawn_directly_matches_the_integral():
+    from utils.training.rollouts import expected_max, simulate_longest
+    for n in (1, 16, 1024):
+        x = simulate_longest(20000, n, *A, np.random.default_rng(3))
+        assert abs(x.mean() - expected_max(n, *A)) < 4 * x.std() / len(x) ** 0.5 + 1   # +1: whole tokens
+        assert x.min() >= 1 and x.max() <= A[2]
+    assert simulate_longest(10, 10**9, *A, np.random.default_rng(0)).tolist() == [A[2]] * 10   # all at the cap
+    with pytest.raises(ValueError, match="rng"):
+        simulate_longest(3, 16, *A, rng=None)

@@ -106,7 +106,7 @@ def test_a_catalog_rental_rate_is_named_and_any_other_price_is_not():
     rates = h100_rental_rates()
     assert tuple(rates) == H100_RENTAL_RATES and list(rates.values()) == sorted(rates.values())
     kind, source = rental_rate_source(rates["contract_1y"])
-    assert kind == "spec" and source.startswith("catalog h100-rental.contract_1y: ") and ", read 20" in source
+    assert kind == "market" and source.startswith("catalog h100-rental.contract_1y: ") and ", read 20" in source
     assert rental_rate_source(rates["contract_1y"] + 0.01) is None
 
 

@@ -11,8 +11,10 @@ Chapters: sandbox-isolation.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:      # numpy only where arrays are: density and hosts_for run without it (in the browser)
+    import numpy as np
 
 
 def density(host_mem, host_cpu, session_mem, session_cpu, overhead_mem=0.0, oversubscription=1.0) -> dict:
@@ -33,6 +35,7 @@ def hosts_for(sessions: int, per_host: int) -> int:
 
 def place(mem, cpu, host_mem, host_cpu, overhead_mem=0.0) -> np.ndarray:
     """First-fit decreasing on two axes: the load (memory, CPU) of each host opened, one row per host."""
+    import numpy as np
     mem = np.asarray(mem, float) + overhead_mem
     cpu = np.asarray(cpu, float)
     if np.any(mem > host_mem) or np.any(cpu > host_cpu):
@@ -51,5 +54,6 @@ def place(mem, cpu, host_mem, host_cpu, overhead_mem=0.0) -> np.ndarray:
 
 def lower_bound(mem, cpu, host_mem, host_cpu, overhead_mem=0.0) -> int:
     """No packing uses fewer hosts than the total on the fuller axis allows."""
+    import numpy as np
     m = (np.sum(mem) + overhead_mem * len(mem)) / host_mem
     return int(math.ceil(max(m, np.sum(cpu) / host_cpu) - 1e-9))

@@ -190,32 +190,35 @@ def budget(model, gpu, gpus: int, weight_bytes_per_param: float, kv_bytes_per_el
     return b
 
 
-def add_budget_steps(ch, b: Budget, *, source: str = "parameters cell", utilization_value=None,
+def add_budget_steps(ch, b: Budget, *, source: str | dict = "parameters cell", utilization_value=None,
                      users: str = "U", per_gpu_users: bool = True, context_source: str | None = None):
     """Append the budget to a utils.chain.Chain as rows (symbols C, g, u, N_s, b_w, M_w, m_w, c_u,
     m_kv, M_kv, kappa, rho, T, kv_u, then the users under the symbol `users` and, if per_gpu_users,
     U_g; sizes per GPU in GB/GPU), so a page shows the same arithmetic that `budget` did.
     `utilization_value`: the catalog Value to cite for u (vLLM's default, with its source);
+    `source`: where the inputs g, u, b_w, m_a and T come from: one source for all, or {symbol: source} (a chapter's
+    parameters each citing their own; a symbol it omits: "parameters cell");
     `context_source`: where the context T comes from, when it has a source of its own (default: `source`)."""
+    cite = (lambda sym: source.get(sym, "parameters cell")) if isinstance(source, dict) else (lambda sym: source)
     per_gpu = Q_(1, "GPU")
     ch.given("C", b.memory.total.to("GB") / per_gpu, b.memory.label, kind=b.memory.kind, source=b.memory.source)
     ch.given("g", Q_(b.gpus, "GPU"), "GPUs per replica (one copy of the model, tensor parallel)",
-             kind="assumption", source=source)
+             kind="assumption", source=cite("g"))
     label = "share of memory the engine manages (weights, activation peak, KV)"
     if utilization_value is not None:
         ch.given("u", utilization_value, label)
     else:
-        ch.given("u", b.utilization, label, kind="assumption", source=source)
+        ch.given("u", b.utilization, label, kind="assumption", source=cite("u"))
     ch.given("N_s", b.n_params, "weights stored", kind="derived", source="counted from the model's "
              "configuration by utils.models")
     ch.given("b_w", Q_(b.weight_bytes_per_param, "byte/parameter"), "bytes per weight", kind="assumption",
-             source=source)
+             source=cite("b_w"))
     ch.step("M_w", "N_s*b_w", "GB", "weights, one copy")
     ch.step("m_w", "M_w/g", "GB/GPU", "weights per GPU")
     ch.step("c_u", "C*u", "GB/GPU", "memory per GPU the engine manages")
     if b.activation_per_gpu.m:
         ch.given("m_a", b.activation_per_gpu.to("GB") / per_gpu, "activation peak per GPU", kind="assumption",
-                 source=source)
+                 source=cite("m_a"))
         ch.step("m_kv", "c_u - m_w - m_a", "GB/GPU", "KV budget per GPU")
     else:
         ch.step("m_kv", "c_u - m_w", "GB/GPU", "KV budget per GPU, at most (the activation peak also comes out of it)")
@@ -225,7 +228,7 @@ def add_budget_steps(ch, b: Budget, *, source: str = "parameters cell", utilizat
     ch.given("rho", b.copies, "copies of each token's KV the replica keeps", kind="derived",
              source="utils.models.kv_copies (KV heads split over the GPUs, copied when GPUs outnumber them)")
     ch.given("T", Q_(b.context_tokens, "token/sequence"), "context each user holds", kind="assumption",
-             source=context_source or source)
+             source=context_source or cite("T"))
     ch.step("kv_u", "rho*kappa*T", "GB/sequence", "KV per user, across the replica")
     ch.step(users, "floor(M_kv/kv_u)", "sequence", "users per replica: whole caches that fit")
     if per_gpu_users:

@@ -20,15 +20,15 @@
   placed before the step (from past loads) or on the step's own busiest experts; `simulate_redundant`, the
   seeded second route.
 
-numpy and the standard library only; every function is deterministic (simulations take a seed).
+The standard library and pint for the layout, the expected counts and the all-to-all (so a closed-form chapter
+computes without numpy, as in the reader's browser); numpy, imported inside, only for the arrays and the
+seeded simulations. Every function is deterministic (simulations take a seed).
 
 Chapters: moe-1t-on-72-gpus, moe-total-vs-active.
 """
 from __future__ import annotations
 
 import math
-
-import numpy as np
 
 from utils import catalog
 from utils.units import q
@@ -51,6 +51,14 @@ TRT_EP64 = {1: (27.8, 32.6), 2: (24.8, 32.2), 4: (29.1, 33.0), 8: (20.4, 33.3), 
 TRT_SETUP = dict(ep=64, k=8, hidden=7168, bytes=2.0, link="nvlink5")
 
 
+def _vector(x):
+    """x as it is when it is a plain number (the closed-form path), else as a float array."""
+    if isinstance(x, (int, float)):
+        return x
+    import numpy as np
+    return np.asarray(x, dtype=float)
+
+
 # --- the layout ---------------------------------------------------------------------------------
 def experts(m) -> dict:
     """What a layout needs of a catalog MoE entry: E routed experts per MoE layer, k per token, the MoE
@@ -71,8 +79,9 @@ def slot_layout(E: int, n: int) -> tuple[int, int, int]:
     return s, n_hi, n - n_hi
 
 
-def owners(E: int, n: int) -> np.ndarray:
+def owners(E: int, n: int):
     """The GPU that holds each expert in `slot_layout`'s layout (the first n_hi GPUs hold s each)."""
+    import numpy as np
     s, n_hi, _ = slot_layout(E, n)
     return np.concatenate([np.repeat(np.arange(n_hi), s), np.repeat(np.arange(n_hi, n), s - 1)])
 
@@ -93,7 +102,7 @@ def tensor_rate_key(acc, bytes_per_element: float) -> str:
 # --- which experts a step touches -----------------------------------------------------------------
 def touched_share(k: int, E: int, tokens):
     """Expected share of a layer's experts that `tokens` tokens touch, each picking k of E uniformly."""
-    return 1 - (1 - k / E) ** np.asarray(tokens, dtype=float)
+    return 1 - (1 - k / E) ** _vector(tokens)
 
 
 def _binom_cdf(x: int, m: int, f):
@@ -106,16 +115,9 @@ def busiest_experts(f, E: int, n: int, spare_read: bool = False):
     X_i ~ Binomial(experts on GPU i, f). spare_read=False: a touched expert's tokens go to one copy, so a
     GPU with a spare slot reads at most its s - 1 own experts; True: the spare copy is read as well."""
     s, n_hi, n_lo = slot_layout(E, n)
-    f = np.asarray(f, dtype=float)
+    f = _vector(f)
     lo = s if spare_read else s - 1
     return sum(1 - _binom_cdf(x - 1, s, f)**n_hi * _binom_cdf(x - 1, lo, f)**n_lo for x in range(1, s + 1))
-
-
-_erf = np.vectorize(math.erf)
-
-
-def _phi(z):
-    return 0.5 * (1 + _erf(np.asarray(z, dtype=float) / math.sqrt(2)))
 
 
 def busiest_load(T: int, k: int, E: int, n: int, grid: int = 4001) -> float:
@@ -123,16 +125,22 @@ def busiest_load(T: int, k: int, E: int, n: int, grid: int = 4001) -> float:
     experts at random. One token's loads over the GPUs are multivariate hypergeometric, covariance
     k c (diag(p) - p p^T), c = (E - k)/(E - 1); in the Gaussian limit a GPU's load is T k p_i +
     sqrt(T k c p_i) Z_i less a term common to all GPUs, so E[max] = integral over x > 0 of
-    1 - prod_i Phi((x - mu_i)/sigma_i)."""
+    1 - prod_i Phi((x - mu_i)/sigma_i), by the trapezoid rule on `grid` points (plain Python: a
+    closed-form chapter calls it)."""
     s, n_hi, n_lo = slot_layout(E, n)
     c = (E - k) / (E - 1)
     groups = [(T * k * m / E, math.sqrt(T * k * c * m / E), cnt) for m, cnt in ((s, n_hi), (s - 1, n_lo)) if cnt and m]
-    x = np.linspace(0.0, max(mu + 9 * sd for mu, sd, _ in groups), grid)
-    F = np.ones_like(x)
-    for mu, sd, cnt in groups:
-        # sd = 0 when every token picks every expert (k = E): each GPU's load is then exactly mu.
-        F = F * (_phi((x - mu) / sd) if sd > 0 else (x >= mu).astype(float)) ** cnt
-    return float(np.trapezoid(1 - F, x))
+    top = max(mu + 9 * sd for mu, sd, _ in groups)
+    dx = top / (grid - 1)
+
+    def tail(x):
+        F = 1.0
+        for mu, sd, cnt in groups:
+            # sd = 0 when every token picks every expert (k = E): each GPU's load is then exactly mu.
+            F *= (0.5 * (1 + math.erf((x - mu) / sd / math.sqrt(2))) if sd > 0 else float(x >= mu)) ** cnt
+        return 1 - F
+    y = [tail(i * dx if i < grid - 1 else top) for i in range(grid)]
+    return dx * (sum(y) - (y[0] + y[-1]) / 2)
 
 
 def imbalance(T: int, k: int, E: int, n: int) -> float:
@@ -155,7 +163,7 @@ def alltoall_bytes_per_token(L_moe: int, k: int, d: int, n: int, dispatch_bytes:
 
 def alltoall_bandwidth_time(tokens, k: int, n: int, hidden: int, bytes_per_element: float, bandwidth):
     """One all-to-all's bandwidth term: the expert copies that leave the GPU over the one-way link."""
-    return (q(np.asarray(tokens, dtype=float) * k * remote_share(n) * hidden * bytes_per_element, "byte")
+    return (q(_vector(tokens) * k * remote_share(n) * hidden * bytes_per_element, "byte")
             / bandwidth).to("µs")
 
 
@@ -188,6 +196,7 @@ def latency_fit_check() -> dict:
 
 # --- capacity factors and dropless routing ------------------------------------------------------
 def _binom_pmf(n_trials: int, p: float):
+    import numpy as np
     x = np.arange(n_trials + 1)
     if p >= 1:
         return x, (x == n_trials).astype(float)
@@ -199,6 +208,7 @@ def _binom_pmf(n_trials: int, p: float):
 def dropped_share(T: int, k: int, E: int, cf: float) -> float:
     """Expected share of expert-token assignments beyond a capacity of floor(cf x T k / E) per expert:
     each expert's load is exactly Binomial(T, k/E), and expectation is linear."""
+    import numpy as np
     x, pmf = _binom_pmf(T, k / E)
     cap = math.floor(cf * T * k / E)
     return float(np.sum(np.maximum(x - cap, 0) * pmf) / (T * k / E))
@@ -206,14 +216,16 @@ def dropped_share(T: int, k: int, E: int, cf: float) -> float:
 
 def busiest_expert(T: int, k: int, E: int) -> float:
     """Expected load of the busiest single expert (independent binomials): what a dropless step waits for."""
+    import numpy as np
     x, pmf = _binom_pmf(T, k / E)
     return float(np.sum(1 - np.clip(np.cumsum(pmf), 0, 1) ** E))
 
 
 # --- simulations (the second route) -------------------------------------------------------------
-def draw_experts(rng, tokens: int, k: int, E: int, chunk: int = 20000) -> np.ndarray:
+def draw_experts(rng, tokens: int, k: int, E: int, chunk: int = 20000):
     """k distinct experts per token, uniformly: draw with replacement and redraw rows with a repeat; when
     a repeat is likely (large k), take the k smallest of E random keys per token instead."""
+    import numpy as np
     if math.prod(1 - i / E for i in range(k)) < 0.5:
         return np.concatenate([np.argpartition(rng.random((min(chunk, tokens - i), E)), k - 1, axis=1)[:, :k]
                                for i in range(0, tokens, chunk)])
@@ -227,6 +239,7 @@ def draw_experts(rng, tokens: int, k: int, E: int, chunk: int = 20000) -> np.nda
 
 def simulate_loads(T: int, k: int, E: int, n: int, trials: int, seed: int = 0):
     """Per trial: expert loads (trials x E) and the busiest GPU's load, on `slot_layout`'s layout."""
+    import numpy as np
     rng = np.random.default_rng(seed)
     owner = owners(E, n)
     picks = draw_experts(rng, T * trials, k, E).reshape(trials, T * k)
@@ -246,6 +259,7 @@ def simulate_busiest_experts(E: int, k: int, n: int, B: int, trials: int = 1000,
                              seed: int = 0) -> float:
     """Mean number of experts the busiest GPU touches in one layer, over seeded steps of B tokens that
     each pick k distinct experts at random (the layout of `slot_layout`, spare slots not read)."""
+    import numpy as np
     onehot = np.zeros((E, n))
     onehot[np.arange(E), owners(E, n)] = 1.0
     rng = np.random.default_rng(seed)
@@ -301,6 +315,7 @@ def _redundant_cdf(T: int, k: int, E: int, r: int, placement: str):
     ceil(X/2) on the busier copy, so that copy is <= x exactly when X <= 2x."""
     if placement not in PLACEMENTS:
         raise ValueError(f"placement must be one of {PLACEMENTS}, got {placement!r}")
+    import numpy as np
     x, pmf = _binom_pmf(T, k / E)
     F = np.clip(np.cumsum(pmf), 0, 1)
     F2 = F[np.minimum(2 * x, T)]
@@ -320,6 +335,7 @@ def busiest_redundant(T: int, k: int, E: int, r: int, placement: str = "statisti
     tokens each pick k of E experts and r experts have a second copy on a spare GPU. placement: 'none'
     (spares idle), 'statistics' (copies placed from past loads, DeepSeek-V3's 'based on the statistical
     expert load': under a uniform router, any r experts), 'step' (copies of this step's r busiest)."""
+    import numpy as np
     return float(np.sum(1 - _redundant_cdf(T, k, E, r, placement)))
 
 
@@ -328,6 +344,7 @@ def redundant_imbalance(T: int, k: int, E: int, n: int, n_shared: int = 0, place
     work, T(k + shared routed) assignments, over every GPU; the busiest is the larger of the busiest
     routed-expert GPU and a shared-expert copy's ceil(T/c) tokens (exact: E[max(M, a)] = sum over x of
     P(max > x))."""
+    import numpy as np
     lay = redundant_layout(E, n, k, n_shared)
     c, r = lay["shared_on_spares"], lay["redundant"]
     s = n_shared if c else 0
@@ -338,11 +355,12 @@ def redundant_imbalance(T: int, k: int, E: int, n: int, n_shared: int = 0, place
     return busiest / (T * (k + s) / n)
 
 
-def simulate_redundant(T: int, k: int, E: int, r: int, placement: str, trials: int, seed: int = 0) -> np.ndarray:
+def simulate_redundant(T: int, k: int, E: int, r: int, placement: str, trials: int, seed: int = 0):
     """Per trial, the busiest routed-expert GPU's load under seeded uniform top-k routing, the second
     route for `busiest_redundant` (loads drawn jointly, so without its independence approximation)."""
     if placement not in PLACEMENTS:
         raise ValueError(f"placement must be one of {PLACEMENTS}, got {placement!r}")
+    import numpy as np
     rng = np.random.default_rng(seed)
     picks = draw_experts(rng, T * trials, k, E).reshape(trials, T * k)
     loads = np.bincount((picks + E * np.arange(trials)[:, None]).ravel(), minlength=trials * E).reshape(trials, E)

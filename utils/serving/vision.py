@@ -11,6 +11,10 @@ how the model resizes the image:
   clamped between a minimum and a maximum pixel count, so a 1080p screenshot becomes thousands of tokens
   and a thumbnail a handful.
 
+The prompt also wraps each image in special tokens: Qwen2-VL and Qwen2.5-VL write
+<|vision_start|><|image_pad|><|vision_end|>, the pad expanded to the merged patch tokens, so an image is
+its patches / 4 plus 2; LLaVA-1.5's <image> becomes the 576 patch features alone.
+
 The encoder's forward FLOPs are 2 x (its weight-matrix parameters) x patches, plus attention:
 4 x n x w x d per layer, where w is the patches each patch attends to (all n for full attention; the
 window for Qwen2.5-VL's windowed layers, 112 px = 8 x 8 patches). The merger runs once per output token.
@@ -49,7 +53,7 @@ class Encoder:
     max_pixels: int = 0
     window: int = 0
     full_layers: int = 0
-    extra_tokens: int = 0       # tokens per image beyond the patches (a CLS token the LLM does not get: 0)
+    extra_tokens: int = 0       # special tokens the prompt wraps each image in (Qwen: vision start and end)
     llm_width: int = 0          # the merger's output width (the LLM's hidden size)
     source: str = ""
 
@@ -77,19 +81,24 @@ ENCODERS = {
         "clip-vit-l-336", "CLIP ViT-L/14 at 336 px (LLaVA-1.5)", "fixed", patch=14, merge=1, layers=24,
         width=1024, mlp_width=4096, mlp_matrices=2, image_size=336, llm_width=4096,
         source="llava-hf/llava-1.5-7b-hf config.json, vision_config (image_size 336, patch_size 14, 24 layers "
-               "of 1024, intermediate 4096), https://huggingface.co/edbeeching/vsft-llava-1.5-7b-hf/blob/main/"
+               "of 1024, intermediate 4096; the <image> placeholder becomes the 576 patch features, no start or "
+               "end token), https://huggingface.co/edbeeching/vsft-llava-1.5-7b-hf/blob/main/"
                f"config.json (a verbatim copy, _name_or_path llava-hf/llava-1.5-7b-hf), {_READ}"),
     "qwen2.5-vl-vit": Encoder(
         "qwen2.5-vl-vit", "Qwen2.5-VL ViT (Qwen2.5-VL-72B)", "dynamic", patch=14, merge=2, layers=32,
         width=1280, mlp_width=3456, mlp_matrices=3, min_pixels=3136, max_pixels=12845056, window=64,
-        full_layers=4, llm_width=8192,
+        full_layers=4, extra_tokens=2, llm_width=8192,
         source="Qwen/Qwen2.5-VL-72B-Instruct config.json vision_config (hidden 1280, intermediate 3456, "
                "patch 14, out_hidden_size 8192), https://huggingface.co/Qwen/Qwen2.5-VL-72B-Instruct-AWQ/blob/"
                "666b8f5f61eebf73e8deff3e33a0f8934038d69f/config.json; transformers Qwen2_5_VLVisionConfig "
                "defaults (depth 32, 16 heads, spatial_merge_size 2, window_size 112 px, full attention in "
                "blocks 7, 15, 23, 31; SiLU-gated MLP); preprocessor_config.json (min_pixels 3136, max_pixels "
                "12845056, merge_size 2), https://huggingface.co/coder3101/Qwen2.5-VL-72B-Instruct-heretic/blob/"
-               f"main/preprocessor_config.json, {_READ}"),
+               f"main/preprocessor_config.json; each image enters the prompt as <|vision_start|><|image_pad|><|vision_end|>, "
+               "the pad expanded to grid_t x grid_h x grid_w / merge_size^2 tokens (vLLM "
+               "vllm/model_executor/models/qwen2_vl.py, get_placeholder_str and _process_image_input; the Qwen2-VL "
+               "model card: a 28 x 28 pixel patch is one token, 4 to 16,384 per image at the default pixel "
+               f"limits), {_READ}"),
 }
 
 

@@ -72,6 +72,8 @@ def pool_size(rate: float, cold_start: float, target: float, policy: str = "wait
 def mean_idle(a: float, k: int) -> float:
     """Mean warm instances idle in the pool, E[(k - N)+] with N ~ Poisson(a): what the provider pays for
     and nobody is billed for."""
+    if a > 700:     # e^-a falls below the smallest normal double (and to zero past 745): sum each term in logs
+        return sum((k - i) * math.exp(i * math.log(a) - a - math.lgamma(i + 1)) for i in range(k))
     term, out = math.exp(-a), 0.0
     for i in range(k):
         out += (k - i) * term

@@ -72,12 +72,13 @@ def attention_flops_per_token() -> dict[str, int]:
 
 
 def six_nd(ch, n_params, n_tokens, *, kind: str = "assumption", source: str = "parameters cell",
-           label_n: str = "parameters multiplied per token"):
-    """Add the 6ND rule to a chain: inputs N and D, the constant k = 6, C = k N D. Returns C."""
+           label_n: str = "parameters multiplied per token", source_d: str | None = None):
+    """Add the 6ND rule to a chain: inputs N and D, the constant k = 6, C = k N D. Returns C.
+    source_d: D's own source where it differs from N's (a chapter parameter's, say)."""
     ch.given("N", n_params if hasattr(n_params, "units") else q(n_params, "parameter"), label_n,
              kind=kind, source=source)
     ch.given("D", n_tokens if hasattr(n_tokens, "units") else q(n_tokens, "token"), "training tokens",
-             kind=kind, source=source)
+             kind=kind, source=source_d or source)
     ch.given("k", q(flops_per_parameter_token()["train"], "FLOP/parameter/token"),
              "FLOPs per parameter per token", kind="derived", source="2 forward + 4 backward (six-nd)")
     return ch.step("C", "k*N*D", "FLOP", "training compute, the 6ND rule")
@@ -224,12 +225,12 @@ MFU_BASIS_LABELS = {"6N": "6N per token (the book's model FLOPs)",
                     "hardware": "8N per token (hardware FLOPs: the forward pass recomputed once)"}
 
 
-def mfu_conversion(ch, mfu, basis, n_layers=0, d_attn=0, seq_len=0, *, source="parameters cell"):
+def mfu_conversion(ch, mfu, basis, n_layers=0, d_attn=0, seq_len=0, *, source="parameters cell", kind="assumption"):
     """Add to a chain that holds k and N (six_nd) the typed MFU u_b on `basis`, the FLOPs per token on that
     basis F_b and on 6N F_6, and u = u_b F_6 / F_b, the same run's MFU on the book's basis. Returns u."""
     if basis not in MFU_BASES:
         raise ValueError(f"unknown MFU basis {basis!r}; one of {', '.join(MFU_BASES)}")
-    ch.given("u_b", q(mfu, ""), f"MFU as typed, counting {MFU_BASIS_LABELS[basis]}", kind="assumption",
+    ch.given("u_b", q(mfu, ""), f"MFU as typed, counting {MFU_BASIS_LABELS[basis]}", kind=kind,
              source=source)
     if basis == "hardware":
         ch.given("k_h", q(flops_per_parameter_token()["recompute"], "FLOP/parameter/token"),

@@ -12,13 +12,18 @@ Works on plain numbers and on pint quantities alike (bytes in, bytes out).
 The published defaults a ring all-reduce is timed with (NCCL's per-step latencies, PyTorch DDP's and
 Megatron-LM's gradient buckets) are read from the software catalog here, once for every chapter.
 
-Chapters: dpo-memory-flops, parallelism-placement, ring-allreduce, training-state-memory.
+No link runs at its datasheet rate: the achieved shares of NVLink's and the fabric's one-way rates in a large
+all-reduce (nccl-tests' bus bandwidth over the link, catalog measurements by others) are two parameters every
+chapter that times a collective shares (`link_fraction_params`, `add_link_fraction_inputs`).
+
+Chapters: dpo-memory-flops, grpo-rollout-cost, parallelism-placement, ring-allreduce, rl-actor-learner,
+training-state-memory.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from utils import catalog
+from utils.params import Param
+from utils.units import q
 
 #: nccl-tests' bus-bandwidth factor per collective, as a function of the rank count (doc/PERFORMANCE.md)
 BUS_FACTORS = {
@@ -92,6 +97,7 @@ def ring_schedule(n):
 def simulate_ring(n, elements_per_chunk: int = 4, seed: int = 0) -> dict:
     """Apply the ring schedule to seeded integer gradients in numpy; count every byte each rank sends and
     receives, and check the result is the plain sum on every rank."""
+    import numpy as np  # the simulated ring only; the byte and time formulas need no numpy
     n = _ranks(n)
     rng = np.random.default_rng(seed)
     grads = rng.integers(-1000, 1000, size=(n, n, elements_per_chunk)).astype(np.float64)  # rank, chunk, element
@@ -170,6 +176,9 @@ def megatron_bucket_params(dp):
     software megatron-lm-ddp), so each call stays bandwidth-bound as the ring grows. A float for one degree,
     an array for an array of them."""
     lo, per = _megatron_bucket_terms()
+    if isinstance(dp, (int, float)):
+        return float(max(lo, per * float(dp)))
+    import numpy as np
     b = np.maximum(lo, per * np.asarray(dp, dtype=float))
     return float(b) if b.ndim == 0 else b
 
@@ -178,3 +187,57 @@ def megatron_bucket_rule() -> str:
     """The rule as Megatron-LM's code writes it, with the catalog's numbers."""
     lo, per = _megatron_bucket_terms()
     return f"bucket_size = max({lo:.0f}, {per:.0f} x dp_size) parameters"
+
+
+# --- achieved shares of the links' datasheet rates -------------------------------------------------------
+def _nvlink_ring_busbw():
+    """The ring all-reduce's bus bandwidth measured on NVLink 4 with NVLS off (NCCL's ring, not the switch's
+    reduction): catalog hgx-h100-nvswitch, the allreduce_busbw_measured alternative that says so."""
+    v = catalog.interconnect("hgx-h100-nvswitch")["allreduce_busbw_measured"]
+    return next(a for a in v.alternatives if "NVLS_ENABLE=0" in a.note)
+
+
+_NV_WIRE = catalog.interconnect("hgx-h100-nvswitch").q("bandwidth_unidirectional")
+_FABRIC = catalog.interconnect("ib-hdr")
+_FABRIC_BUSBW = catalog.entry("software", "nccl")["allreduce_busbw_hdr_port"]     # measured on _FABRIC's ports
+#: (NVLink, fabric): nccl-tests' all-reduce bus bandwidth over the one-way datasheet rate, to three figures
+LINK_FRACTIONS = (round(float((_nvlink_ring_busbw().q / _NV_WIRE).to("").m), 3),
+                  round(float((_FABRIC_BUSBW.q / _FABRIC.q("bandwidth_unidirectional")).to("").m), 3))
+
+
+def link_fraction_source(which: str) -> str:
+    if which == "nvlink":
+        v = _nvlink_ring_busbw()
+        return (f"nccl-tests ring all-reduce busbw {v.q.to('GB/s').m:g} of {_NV_WIRE.to('GB/s').m:g} GB/s one way "
+                f"(8x H200 on NVLink 4, NVLS off; catalog hgx-h100-nvswitch, measured by others): {v.cite}")
+    v = _FABRIC_BUSBW
+    return (f"NCCL all-reduce busbw {v.q.to('GB/s').m:g} of {_FABRIC.q('bandwidth_unidirectional').to('GB/s').m:g} "
+            f"GB/s per HDR port (DGX A100, eight ports; catalog software nccl, measured by others): {v.cite}")
+
+
+def link_fraction_params() -> tuple:
+    """The two achieved-share parameters of the links, their defaults the catalog's (a test holds them equal)."""
+    return (Param("nvlink_fraction", 0.812, "achieved share of NVLink's one-way rate in a large ring all-reduce "
+                  "(nccl-tests busbw / link; 1 = the datasheet's rate)", check="fraction",
+                  source=link_fraction_source("nvlink")),
+            Param("fabric_fraction", 0.96, "achieved share of the fabric's one-way rate per port in a large "
+                  "all-reduce (nccl-tests busbw / port; 1 = the datasheet's rate)", check="fraction",
+                  source=link_fraction_source("fabric")))
+
+
+def add_link_fraction_inputs(ch, nvlink_fraction: float, fabric_fraction: float, fabric: str = "ib-hdr",
+                             source: str = "parameters cell"):
+    """eta_nv and eta_x: the measured shares at their defaults (the fabric's an assumption on a fabric other
+    than the one measured), the reader's otherwise."""
+    fabric = getattr(fabric, "key", fabric)
+    for sym, value, which, label in (("eta_nv", nvlink_fraction, "nvlink", "achieved share of NVLink's rate"),
+                                     ("eta_x", fabric_fraction, "fabric", "achieved share of the fabric's rate")):
+        default = LINK_FRACTIONS[0 if which == "nvlink" else 1]
+        if value != default:
+            ch.given(sym, q(value, ""), label, kind="assumption" if value < 1 else "definition",
+                     source=source if value < 1 else "the datasheet's rate itself")
+        elif which == "fabric" and fabric != _FABRIC.key:
+            ch.given(sym, q(value, ""), label, kind="assumption",
+                     source=f"measured on {_FABRIC.name}, a stand-in for this fabric: {link_fraction_source(which)}")
+        else:
+            ch.given(sym, q(value, ""), label, kind="measured-by-others", source=link_fraction_source(which))

@@ -18,8 +18,6 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 if TYPE_CHECKING:
     import sympy as sp
 
@@ -96,6 +94,7 @@ def job_mtbi(rate_per_gpu_day, gpus):
 
 def young_interval(delta, mtbf):
     """Young's first-order optimal checkpoint interval, sqrt(2 delta M), in the units of its inputs."""
+    import numpy as np  # arrays of intervals too; the chains' closed forms need no numpy
     return np.sqrt(2 * delta * mtbf)
 
 
@@ -105,6 +104,7 @@ def daly_interval(delta, mtbf):
     if delta >= 2 * mtbf:
         return mtbf
     x = delta / (2 * mtbf)
+    import numpy as np
     return np.sqrt(2 * delta * mtbf) * (1 + np.sqrt(x) / 3 + x / 9) - delta
 
 
@@ -114,6 +114,7 @@ def goodput(tau, delta, mtbf_failures, restart, mtbi):
 
 
 def goodput_at_optimum(delta, mtbf_failures, restart, mtbi):
+    import numpy as np
     return 1 - np.sqrt(2 * delta / mtbf_failures) - restart / mtbi
 
 
@@ -127,6 +128,7 @@ def goodput_exact(tau, delta, mtbf, restart):
     """The exact expectation for exponentially distributed failures (failures only): each segment of tau of
     work plus delta of writing is retried until it survives, and every failure also costs the restart:
     G = tau / (M e^(t_r/M) (e^((tau+delta)/M) - 1))."""
+    import numpy as np
     tau = np.asarray(tau, dtype=float)
     return tau / (mtbf * np.exp(restart / mtbf) * np.expm1((tau + delta) / mtbf))
 
@@ -135,6 +137,7 @@ def optimum_exact(delta, mtbf, restart, *, lo=None, hi=None, n=20001) -> tuple[f
     """(tau, goodput) maximising goodput_exact on a log grid (deterministic)."""
     lo = lo or delta / 100
     hi = hi or 10 * mtbf
+    import numpy as np
     taus = np.logspace(np.log10(lo), np.log10(hi), n)
     g = goodput_exact(taus, delta, mtbf, restart)
     i = int(np.argmax(g))

@@ -30,7 +30,10 @@ kernels, several per pass, not one fused kernel, which is what the measurement's
 """
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:          # numpy is imported in each array function, so the book's closed-form chapters
+    import numpy as np  # can read this module's constants without it
 
 DIGIT_BITS = 8
 PASSES = 32 // DIGIT_BITS            # four passes of 8-bit digits over 32-bit keys
@@ -39,6 +42,7 @@ BUCKETS = 1 << DIGIT_BITS
 
 def keys(x: np.ndarray) -> np.ndarray:
     """The order-preserving uint32 key of each float32 value (-0.0 made +0.0 first)."""
+    import numpy as np
     x = np.ascontiguousarray(x, dtype=np.float32) + np.float32(0.0)   # -0.0 + 0.0 = +0.0
     u = x.view(np.uint32)
     neg = (u >> np.uint32(31)).astype(bool)
@@ -46,6 +50,7 @@ def keys(x: np.ndarray) -> np.ndarray:
 
 
 def _checked(x, k: int) -> np.ndarray:
+    import numpy as np
     x = np.asarray(x)
     if x.dtype != np.float32:
         raise ValueError("topk: x must be float32")
@@ -61,6 +66,7 @@ def _checked(x, k: int) -> np.ndarray:
 
 def reference_topk(x, k: int) -> tuple[np.ndarray, np.ndarray]:
     """(values, indices) of the top k of each row by a stable sort: largest first, ties by index."""
+    import numpy as np
     x = _checked(x, k)
     idx = np.argsort(-x, axis=-1, kind="stable")[..., :k]      # -x is exact in float32
     return np.take_along_axis(x, idx, axis=-1), idx
@@ -69,6 +75,7 @@ def reference_topk(x, k: int) -> tuple[np.ndarray, np.ndarray]:
 def radix_thresholds(kk: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, list]:
     """The four passes over a (rows, n) array of keys: (the k-th largest key T of each row, how many
     elements equal to T are in the top k, and the number of elements each pass histogrammed)."""
+    import numpy as np
     rows, n = kk.shape
     active = np.ones((rows, n), dtype=bool)
     need = np.full(rows, k, dtype=np.int64)
@@ -92,6 +99,7 @@ def radix_thresholds(kk: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, li
 def radix_topk(x, k: int) -> tuple[np.ndarray, np.ndarray]:
     """(values, indices) of the top k of each row by the four-pass radix select; the same arrays as
     reference_topk, element for element."""
+    import numpy as np
     x = _checked(x, k)
     one_row = x.ndim == 1
     x2 = x[None, :] if one_row else x
