@@ -68,3 +68,13 @@ def test_bigger_query_blocks_fewer_bytes_and_context_squares_the_matrix():
     long = chains.derive("attention-traffic", context_tokens=16384)
     assert long["score_matrix_bytes"].m == pytest.approx(4 * base["score_matrix_bytes"].m)
     assert long["traffic_ratio"].m == pytest.approx(base["traffic_ratio"].m, rel=0.02)
+
+
+def test_inputs_cite_their_parameters_at_the_defaults():
+    """A parameter's row shows the parameter's own source while it holds its default, "parameters cell" once changed."""
+    def sources(**changes):
+        return {r.name: r.source for r in at.compute(at.SPEC.check(**changes)).rows}
+    own = {p.name: p.source for p in at.PARAMETERS}
+    assert [sources()[s] for s in ("N", "d", "B_r")] == [own["context_tokens"], own["head_dim"], own["block_q"]]
+    changed = sources(block_q=64)
+    assert changed["B_r"] == "parameters cell" and changed["N"] == own["context_tokens"]

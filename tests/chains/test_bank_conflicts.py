@@ -177,3 +177,13 @@ def test_clock_default_is_the_catalogs_boost_clock():
     default = next(p for p in bc.PARAMETERS if p.name == "sm_clock_ghz")
     assert default.default == clock == bc.SM_CLOCK_GHZ == bc.CLAIM["clock_ghz"]
     assert "h100-sxm" in default.source and "sm_boost_clock" in default.source
+
+
+def test_inputs_cite_their_parameters_at_the_defaults():
+    """A parameter's row shows the parameter's own source while it holds its default, "parameters cell" once changed."""
+    def sources(**changes):
+        return {r.name: r.source for r in bc_chain.compute(bc_chain.SPEC.check(**changes)).rows}
+    own = {p.name: p.source for p in bc_chain.PARAMETERS}
+    assert [sources()[s] for s in ("e", "N", "f",)] == [own["elem_bytes"], own["matrix_n"], own["sm_clock_ghz"]]
+    changed = sources(matrix_n=8192)
+    assert changed["N"] == "parameters cell" and changed["e"] == own["elem_bytes"]

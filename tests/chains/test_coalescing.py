@@ -151,3 +151,13 @@ def test_chain_wider_elements_waste_less():
     assert effs == sorted(effs) and effs[-1] == 0.5
     ratios = [chains.derive("coalescing", bytes_per_element=e)["loop_order_ratio"].m for e in (2, 4, 8)]
     assert ratios == [16, 8, 4]
+
+
+def test_inputs_cite_their_parameters_at_the_defaults():
+    """A parameter's row shows the parameter's own source while it holds its default, "parameters cell" once changed."""
+    def sources(**changes):
+        return {r.name: r.source for r in co_chain.compute(co_chain.SPEC.check(**changes)).rows}
+    own = {p.name: p.source for p in co_chain.PARAMETERS}
+    assert [sources()[s] for s in ("e", "s", "R",)] == [own["bytes_per_element"], own["stride_elements"], own["row_elements"]]
+    changed = sources(stride_elements=4)
+    assert changed["s"] == "parameters cell" and changed["e"] == own["bytes_per_element"]

@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from utils import catalog, chains, models
+from utils import catalog, chains, models, serving
 from utils.chains import decode_roofline as dr
 from utils.params import ParameterError
 from utils.verdicts import HOLDS, WRONG
@@ -77,3 +77,21 @@ def test_properties():
     assert chains.derive(SLUG, context_tokens=16384)["kv_batch_ceiling"].m <= base["kv_batch_ceiling"].m / 2 + 1
     h200 = chains.derive(SLUG, gpu="h200")
     assert h200["ridge_intensity"].m < base["ridge_intensity"].m and h200["kv_batch_ceiling"].m > h200["ridge_batch"].m
+
+
+def test_inputs_cite_their_parameters_at_the_defaults():
+    """A parameter's row shows the parameter's own source while it holds its default, "parameters cell" once changed."""
+    def sources(**changes):
+        return {r.name: r.source for r in dr.compute(dr.SPEC.check(**changes)).rows}
+    own = {p.name: p.source for p in dr.PARAMETERS}
+    at_default = sources()
+    assert (at_default["g"], at_default["b_w"], at_default["T"]) == (
+        own["gpus_per_replica"], own["weight_bytes_per_param"], own["context_tokens"])
+    changed = sources(gpus_per_replica=4, context_tokens=4096)
+    assert changed["g"] == changed["T"] == "parameters cell" and changed["b_w"] == own["weight_bytes_per_param"]
+
+
+def test_defaults_that_quote_the_catalog_equal_it():
+    d = dr.SPEC.defaults()
+    assert d["context_tokens"] == catalog.model(d["model"]).q("max_context").m
+    assert d["gpu_memory_utilization"] == serving.vllm_utilization()

@@ -56,3 +56,19 @@ def test_bigger_heads_hide_the_softmax_and_more_sequences_fill_v1():
     assert big["softmax_flop_share"] < base["softmax_flop_share"]
     assert chains.derive("flash-attention-versions", mufu_per_sm_per_clock=32.0)["head_dim_at_parity"].m == \
         pytest.approx(base["head_dim_at_parity"].m / 2, rel=1e-9)
+
+
+def test_inputs_cite_their_parameters_at_the_defaults():
+    """A parameter's row shows the parameter's own source while it holds its default, "parameters cell" once changed."""
+    def sources(**changes):
+        return {r.name: r.source for r in fav.compute(fav.SPEC.check(**changes)).rows}
+    own = {p.name: p.source for p in fav.PARAMETERS}
+    assert [sources()[s] for s in ("d", "u_x", "f", "N")] == [
+        own["head_dim"], own["mufu_per_sm_per_clock"], own["sm_clock_ghz"], own["seq_len"]]
+    changed = sources(sm_clock_ghz=1.5)
+    assert changed["f"] == "parameters cell" and changed["d"] == own["head_dim"]
+
+
+def test_the_clock_default_is_the_papers_in_the_catalog():
+    """sm_clock_ghz defaults to footnote 5's 1830 MHz, which the catalog holds with the paper's other figures."""
+    assert fav.SPEC.defaults()["sm_clock_ghz"] == float(fav.FA3.q("sm_clock").to("GHz").m)

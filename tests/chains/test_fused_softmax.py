@@ -76,3 +76,13 @@ def test_register_file_and_thread_cap_are_the_catalogs():
     from utils.gpu.occupancy import sm_limits
     lim = sm_limits(fs.PARAMETERS[0].default)
     assert (fs.REGISTERS_PER_SM, fs.MAX_THREADS) == (lim.registers, lim.max_threads_per_block) == (65536, 1024)
+
+
+def test_inputs_cite_their_parameters_at_the_defaults():
+    """A parameter's row shows the parameter's own source while it holds its default, "parameters cell" once changed."""
+    def sources(**changes):
+        return {r.name: r.source for r in fs.compute(fs.SPEC.check(**changes)).rows}
+    own = {p.name: p.source for p in fs.PARAMETERS}
+    assert [sources()[s] for s in ("R", "C", "e")] == [own["n_rows"], own["n_cols"], own["bytes_per_element"]]
+    changed = sources(n_cols=1024)
+    assert changed["C"] == "parameters cell" and changed["R"] == own["n_rows"]

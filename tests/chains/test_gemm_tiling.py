@@ -58,3 +58,13 @@ def test_bigger_tile_fewer_bytes_and_slower_hbm_needs_a_bigger_tile():
     assert big["tiled_bytes_per_fma"].m == pytest.approx(base["tiled_bytes_per_fma"].m / 2)
     assert big["tiled_intensity"].m > base["tiled_intensity"].m
     assert chains.derive(SLUG, gpu="h100-sxm")["min_compute_bound_tile"].m > base["min_compute_bound_tile"].m
+
+
+def test_inputs_cite_their_parameters_at_the_defaults():
+    """A parameter's row shows the parameter's own source while it holds its default, "parameters cell" once changed."""
+    def sources(**changes):
+        return {r.name: r.source for r in gt.compute(gt.SPEC.check(**changes)).rows}
+    own = {p.name: p.source for p in gt.PARAMETERS}
+    assert [sources()[s] for s in ("M", "K", "e", "B_M")] == [own["m"], own["k"], own["elem_bytes"], own["tile_m"]]
+    changed = sources(tile_m=64)
+    assert changed["B_M"] == "parameters cell" and changed["M"] == own["m"]

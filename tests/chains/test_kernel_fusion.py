@@ -62,3 +62,13 @@ def test_longer_chains_save_more_and_dearer_launches_move_the_crossover():
     assert dear["crossover_elements"].m == pytest.approx(4 * base["crossover_elements"].m)
     small = chains.derive("kernel-fusion", n_elements=4096.0)
     assert small["fusion_speedup"].m == pytest.approx(5.0, rel=0.01)   # equal launches: launch ratio = byte ratio
+
+
+def test_inputs_cite_their_parameters_at_the_defaults():
+    """A parameter's row shows the parameter's own source while it holds its default, "parameters cell" once changed."""
+    def sources(**changes):
+        return {r.name: r.source for r in kf.compute(kf.SPEC.check(**changes)).rows}
+    own = {p.name: p.source for p in kf.PARAMETERS}
+    assert [sources()[s] for s in ("N", "e", "k")] == [own["n_elements"], own["bytes_per_element"], own["n_ops"]]
+    changed = sources(n_ops=3)
+    assert changed["k"] == "parameters cell" and changed["N"] == own["n_elements"]

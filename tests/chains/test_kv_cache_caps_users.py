@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from utils import catalog, chains, models
+from utils import catalog, chains, models, serving
 from utils.chains import kv_cache_caps_users as kv
 from utils.params import ParameterError
 from utils.verdicts import READING
@@ -74,3 +74,23 @@ def test_compute_and_bandwidth_users_run_at_the_achieved_shares():
     assert base["users_per_node"].m == roof["users_per_node"].m
     defaults = {p.name: p.default for p in kv.PARAMETERS}
     assert (defaults["compute_fraction"], defaults["bandwidth_fraction"]) == kv.FRACTIONS
+
+
+def test_inputs_cite_their_parameters_at_the_defaults():
+    """A parameter's row shows the parameter's own source while it holds its default, "parameters cell" once changed."""
+    def sources(**changes):
+        return {r.name: r.source for r in kv.compute(kv.SPEC.check(**changes)).rows}
+    own = {p.name: p.source for p in kv.PARAMETERS}
+    at_default = sources()
+    assert (at_default["g"], at_default["T"], at_default["U_n"]) == (
+        own["gpus_per_node"], own["context_tokens"], own["target_users_per_node"])
+    assert at_default["s"] == kv.RATE_SOURCE                  # the fuller source, with MLPerf's limits
+    changed = sources(target_users_per_node=50, tokens_per_second_per_user=10.0)
+    assert changed["U_n"] == changed["s"] == "parameters cell" and changed["g"] == own["gpus_per_node"]
+
+
+def test_defaults_that_quote_the_catalog_equal_it():
+    d = kv.SPEC.defaults()
+    assert d["context_tokens"] == catalog.model(d["model"]).q("max_context").m
+    assert d["gpu_memory_utilization"] == serving.vllm_utilization()
+    assert d["tokens_per_second_per_user"] == kv.CLAIM["rate"]

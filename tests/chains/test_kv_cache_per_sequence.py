@@ -71,3 +71,17 @@ def test_a_config_json_model_is_counted_and_never_set_against_a_published_count(
     assert ch["P"] == param_count(p.model)["total"] and ch["P"].m > 7e9          # counted from the config
     assert "published" not in " ".join(kv.page_glue(p, ch))                     # the reader's page compares nothing
     assert not catalog.looks_like_path(kv.checks()["llama70"].key)             # the published count: a catalog model
+
+
+def test_inputs_cite_their_parameters_at_the_defaults():
+    """A parameter's row shows the parameter's own source while it holds its default, "parameters cell" once changed."""
+    def sources(**changes):
+        return {r.name: r.source for r in kv.compute(kv.SPEC.check(**changes)).rows}
+    own = {p.name: p.source for p in kv.PARAMETERS}
+    assert (sources()["T"], sources()["b"]) == (own["context_tokens"], own["kv_bytes_per_element"])
+    changed = sources(context_tokens=8192)
+    assert changed["T"] == "parameters cell" and changed["b"] == own["kv_bytes_per_element"]
+
+
+def test_the_default_context_is_the_catalogs_llama_3_1_window():
+    assert kv.SPEC.defaults()["context_tokens"] == catalog.model("llama-3-405b").q("max_context").m

@@ -195,3 +195,14 @@ def test_more_latency_needs_more_in_flight():
     assert oc.compute(lo)["Q"] < oc.compute(p)["Q"] < oc.compute(hi)["Q"]
     # Once the blocked kernel saturates HBM, its lead shrinks below the bytes-in-flight ratio.
     assert float(oc.compute(lo)["s"]) < 2 <= float(oc.compute(hi)["s"]) + 1e-9
+
+
+def test_inputs_cite_their_parameters_at_the_defaults():
+    """A parameter's row shows the parameter's own source while it holds its default, "parameters cell" once changed."""
+    def sources(**changes):
+        return {r.name: r.source for r in oc.compute(oc.SPEC.check(**changes)).rows}
+    own = {p.name: p.source for p in oc.PARAMETERS}
+    assert [sources()[s] for s in ("b", "k_b", "w_r", "lat")] == [
+        own["load_bytes"], own["loads_blocked"], own["write_ratio"], own["latency_ns"]]
+    changed = sources(loads_blocked=8)
+    assert changed["k_b"] == "parameters cell" and changed["b"] == own["load_bytes"]

@@ -2,7 +2,7 @@
 the peaks, the datasheet roof only a bound, properties."""
 import pytest
 
-from utils import chains
+from utils import catalog, chains
 from utils.catalog import entry
 from utils.chains import prefill_vs_decode as pd
 from utils.params import ParameterError
@@ -79,3 +79,22 @@ def test_properties():
     assert chains.derive(SLUG, gpu="h200")["knee_tokens"].m < base["knee_tokens"].m        # lower ridge
     assert chains.derive(SLUG, prompt_tokens=4096)["prefill_time"].m > 2 * base["prefill_time"].m
     assert chains.derive(SLUG, gpu="b200")["decode_step_time"].m < base["decode_step_time"].m
+
+
+def test_inputs_cite_their_parameters_at_the_defaults():
+    """A parameter's row shows the parameter's own source while it holds its default, "parameters cell" once changed."""
+    def sources(**changes):
+        return {r.name: r.source for r in pd.compute(pd.SPEC.check(**changes)).rows}
+    own = {p.name: p.source for p in pd.PARAMETERS}
+    at_default = sources()
+    assert [at_default[s] for s in ("g", "b_w", "P", "T", "B")] == [
+        own[n] for n in ("gpus_per_replica", "weight_bytes_per_param", "prompt_tokens", "context_tokens", "decode_batch")]
+    changed = sources(prompt_tokens=1024, decode_batch=4)
+    assert changed["P"] == changed["B"] == "parameters cell" and changed["T"] == own["context_tokens"]
+
+
+def test_expert_share_of_a_count_needs_no_array():
+    """The chain's own rows read touched() of a count as a float (no numpy); a sweep's array gives an array."""
+    s = pd.spec_for(catalog.model("deepseek-v3"), catalog.accelerator("h200"), 8, 1.0, 1.0)
+    assert type(s.touched(2048)) is float and s.touched(1) == pytest.approx(s.k_e / s.E)
+    assert list(s.touched([1, 2048])) == pytest.approx([s.touched(1), s.touched(2048)])

@@ -63,3 +63,14 @@ def test_clock_default_is_the_catalogs_boost_clock():
     default = next(p for p in rk.PARAMETERS if p.name == "sm_clock_ghz")
     assert default.default == catalog.accelerator("h100-sxm").q("sm_boost_clock").to("GHz").m == rk.SM_CLOCK_GHZ
     assert "h100-sxm" in default.source and "sm_boost_clock" in default.source
+
+
+def test_inputs_cite_their_parameters_at_the_defaults():
+    """A parameter's row shows the parameter's own source while it holds its default, "parameters cell" once changed."""
+    def sources(**changes):
+        return {r.name: r.source for r in rk.compute(rk.SPEC.check(**changes)).rows}
+    own = {p.name: p.source for p in rk.PARAMETERS}
+    assert [sources()[s] for s in ("e", "f", "B_L1", "c_L1", "u")] == [
+        own["bytes_per_element"], own["sm_clock_ghz"], own["l1_bytes_per_clock"], own["wavefront"], own["busy"]]
+    changed = sources(wavefront="sectors")
+    assert changed["c_L1"] == "parameters cell" and changed["e"] == own["bytes_per_element"]

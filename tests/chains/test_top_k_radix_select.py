@@ -61,3 +61,13 @@ def test_a_loose_vocabulary_is_refused():
 def test_faster_memory_reads_faster_and_k_does_not_change_the_passes():
     assert chains.derive(SLUG, gpu="b200")["read_time"].m < chains.derive(SLUG, gpu="h100-sxm")["read_time"].m
     assert chains.derive(SLUG, k=10000)["select_passes"].m == chains.derive(SLUG, k=1)["select_passes"].m
+
+
+def test_inputs_cite_their_parameters_at_the_defaults():
+    """A parameter's row shows the parameter's own source while it holds its default, "parameters cell" once changed."""
+    def sources(**changes):
+        return {r.name: r.source for r in tk.compute(tk.SPEC.check(**changes)).rows}
+    own = {p.name: p.source for p in tk.PARAMETERS}
+    assert [sources()[s] for s in ("b", "R", "t_L")] == [own["bytes_per_logit"], own["batch_rows"], own["launch_us"]]
+    changed = sources(batch_rows=8)
+    assert changed["R"] == "parameters cell" and changed["b"] == own["bytes_per_logit"]

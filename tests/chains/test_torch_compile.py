@@ -51,3 +51,14 @@ def test_a_training_step_replays_two_graphs():
     assert (ch["t_G"] - ch["t_B"]).to("us").m == pytest.approx(0, abs=1e-9)
     assert (ch["t_G"] - 2 * ch["t_L"]).to("us").m == pytest.approx((2 * ch["L"] * ch["M_f"] / ch["W"]).to("us").m)
     assert 28 < ch["S_G"].m < 29
+
+
+def test_inputs_cite_their_parameters_at_the_defaults():
+    """A parameter's row shows the parameter's own source while it holds its default, "parameters cell" once changed."""
+    def sources(**changes):
+        return {r.name: r.source for r in tc.compute(tc.SPEC.check(**changes)).rows}
+    own = {p.name: p.source for p in tc.PARAMETERS}
+    assert [sources()[s] for s in ("L", "b", "t_b", "c", "R")] == [
+        own["n_blocks"], own["graph_breaks"], own["break_overhead_us"], own["compile_s"], own["recompile_limit"]]
+    changed = sources(compile_s=10.0)
+    assert changed["c"] == "parameters cell" and changed["L"] == own["n_blocks"]

@@ -70,3 +70,14 @@ def test_faster_hbm_larger_ratio_and_better_link_smaller():
     assert chains.derive(SLUG, gpu="b200")["copy_over_add"].m > base > chains.derive(SLUG, gpu="h100-sxm")["copy_over_add"].m
     assert chains.derive(SLUG, link_efficiency=1.0)["copy_over_add"].m < base
     assert chains.derive(SLUG, n_elements=1e9)["copy_over_add"].m == pytest.approx(base, rel=1e-12)
+
+
+def test_inputs_cite_their_parameters_at_the_defaults():
+    """A parameter's row shows the parameter's own source while it holds its default, "parameters cell" once changed."""
+    def sources(**changes):
+        return {r.name: r.source for r in va.compute(va.SPEC.check(**changes)).rows}
+    own = {p.name: p.source for p in va.PARAMETERS}
+    assert [sources()[s] for s in ("n", "e", "B", "eta")] == [
+        own["n_elements"], own["dtype_bytes"], own["block_size"], own["link_efficiency"]]
+    changed = sources(block_size=512)
+    assert changed["B"] == "parameters cell" and changed["n"] == own["n_elements"]

@@ -8,10 +8,9 @@ Both are placed on the GPU's roofline (the harness's measured ceilings where a r
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import TYPE_CHECKING
-
-import numpy as np
 
 from utils import catalog, measured, roofline
 from utils.chain import Chain, as_float, memoised
@@ -68,19 +67,22 @@ def roofs(acc) -> tuple:
     return acc["bf16_dense"], acc["hbm_bandwidth"], None, None
 
 
-def attention_chain(gpu, n_ctx, d, e, b_r, b_c, *, source="parameters cell") -> Chain:
+def attention_chain(gpu, n_ctx, d, e, b_r, b_c, *, source="parameters cell", cite=None) -> Chain:
+    """One head's attention forward before and after tiling, on the roofline of `gpu`. Each input cites `source`,
+    or cite(parameter name) where given (the page's SPEC.source)."""
+    cite = cite or (lambda _name: source)
     acc = gpu if hasattr(gpu, "key") else catalog.accelerator(gpu)
     ch = Chain(f"One head's attention forward at N = {int(n_ctx):,}, d = {int(d)}, on {acc.name}")
-    ch.given("N", int(n_ctx), "context: query and key positions", kind="assumption", source=source)
-    ch.given("d", int(d), "head dimension", kind="assumption", source=source)
-    ch.given("e", q(e, "B"), "bytes per element in HBM", kind="assumption", source=source)
+    ch.given("N", int(n_ctx), "context: query and key positions", kind="assumption", source=cite("context_tokens"))
+    ch.given("d", int(d), "head dimension", kind="assumption", source=cite("head_dim"))
+    ch.given("e", q(e, "B"), "bytes per element in HBM", kind="assumption", source=cite("bytes_per_element"))
     ch.step("S_b", "N**2*e", "MB", "one head's score matrix")
     ch.given("n_w", SQUARE_WRITES, "N x N matrices written: S, then P", kind="derived",
              source="counted from the operations eager torch dispatches (utils.gpu.byte_counter)")
     ch.given("n_r", SQUARE_READS, "N x N matrices read back: S by the softmax, P by the second product",
              kind="derived", source="counted, as above")
     ch.step("M_m", "(n_w + n_r)*S_b + 4*N*d*e", "MB", "bytes before tiling: the square passes, plus Q, K, V, O")
-    ch.given("B_r", int(b_r), "query rows per program of the tiled kernel", kind="assumption", source=source)
+    ch.given("B_r", int(b_r), "query rows per program of the tiled kernel", kind="assumption", source=cite("block_q"))
     ch.step("T_q", "ceiling(N/B_r)", "", "query blocks: K and V are read once per block")
     ch.step("M_t", "2*N*d*e + 2*N*d*e*T_q", "MB", "bytes after tiling: Q and O once, K and V once per query block")
     ch.step("M_0", "4*N*d*e", "MB", "the floor: Q, K, V read once, O written once")
@@ -107,7 +109,7 @@ def attention_chain(gpu, n_ctx, d, e, b_r, b_c, *, source="parameters cell") -> 
     ch.step("g_0", "t_m/t_0", "", "speedup from tiling, re-reads from L2")
     ch.solve("B_min", "I_s = c*B_min/(2*e)", "",
              "query rows that put the tiled kernel at the ridge with no L2 help (long context)")
-    ch.given("B_c", int(b_c), "keys per step of the inner loop", kind="assumption", source=source)
+    ch.given("B_c", int(b_c), "keys per step of the inner loop", kind="assumption", source=cite("block_k"))
     ch.given("a", q(4, "B"), "bytes per fp32 value on chip", kind="derived", source="the kernel accumulates in fp32")
     ch.step("f", "B_r*d*e + 2*B_c*d*e + B_r*B_c*a + B_r*d*a", "KiB",
             "one program's working set: Q, K, V tiles, the scores and the accumulator")
@@ -118,7 +120,8 @@ def attention_chain(gpu, n_ctx, d, e, b_r, b_c, *, source="parameters cell") -> 
 
 
 def compute(p) -> Chain:
-    return attention_chain(p.gpu, p.context_tokens, p.head_dim, p.bytes_per_element, p.block_q, p.block_k)
+    return attention_chain(p.gpu, p.context_tokens, p.head_dim, p.bytes_per_element, p.block_q, p.block_k,
+                           cite=functools.partial(SPEC.source, p))
 
 
 def chip(ch: Chain, acc) -> roofline.Chip:
@@ -230,6 +233,7 @@ def online_softmax_identity() -> sp.Expr:
 
 def one_pass_attention(Q, K, V, block):
     """The kernel's recurrence in numpy: running max m, running sum l, unnormalised output a, per row."""
+    import numpy as np
     n = Q.shape[0]
     m = np.full(n, -np.inf)
     l = np.zeros(n)
@@ -248,6 +252,7 @@ def one_pass_attention(Q, K, V, block):
 def one_pass_check(n: int = 1000, d: int = 64, scale: float = 40.0, blocks=(1, 64, 128, 1000), seed: int = 0):
     """The recurrence against softmax(QK^T)V with the maximum subtracted, in float64, at logits large
     enough that exp overflows float64 without it. Returns the errors by block and the overflow facts."""
+    import numpy as np
     rng = np.random.default_rng(seed)
     Q, K, V = (rng.standard_normal((n, d)) for _ in range(3))
     Q *= scale                                                    # logits up to about a thousand
@@ -289,6 +294,7 @@ def memory_side(p) -> dict:
 
 def figure_data(p, ch: Chain) -> dict:
     """The roofline with the chain's three placements, and the memory curves against HBM."""
+    import numpy as np
     c = chip(ch, p.gpu)
     intensities = np.logspace(0, 4.5, 300)
     m = catalog.model(LAYER_MODEL)
@@ -355,4 +361,4 @@ def measured_predictions(gpu, sizes: list[dict], element_bytes: dict, block_q: i
     return out
 
 
-SPEC = Spec("attention-traffic", PARAMETERS, RESULTS, compute)
+SPEC = Spec("attention-traffic", PARAMETERS, RESULTS, compute, closed_form=True)

@@ -9,6 +9,7 @@ wavefronts over (SMs x clock), its HBM time bytes over bandwidth, and the slower
 """
 from __future__ import annotations
 
+import functools
 import math
 
 from utils import catalog
@@ -62,15 +63,18 @@ def validate(p):
         raise ParameterError(f"gpu: {p.gpu.key!r} has no sm_count in the catalog")
 
 
-def bank_chain(gpu, elem_bytes, tile, pitch, matrix_n, sm_clock_ghz, *, source="parameters cell") -> Chain:
+def bank_chain(gpu, elem_bytes, tile, pitch, matrix_n, sm_clock_ghz, *, source="parameters cell", cite=None) -> Chain:
+    """A tile transpose through shared memory, unpadded and padded, against HBM on `gpu`. Each input cites
+    `source`, or cite(parameter name) where given (the page's SPEC.source)."""
+    cite = cite or (lambda _name: source)
     acc = catalog.accelerator(gpu)
     e, t, p = int(elem_bytes), int(tile), int(pitch)
     ch = Chain(f"Transpose of a {int(matrix_n)} x {int(matrix_n)} matrix of {e}-byte elements through a "
                f"{t} x {t} tile, pitch {t} vs {p}, {acc.name}")
     ch.given("B", BANKS, "shared-memory banks per SM", kind="spec", source=GUIDE)
     ch.given("w", q(BANK_BYTES, "B"), "bytes each bank serves per clock", kind="spec", source=GUIDE)
-    ch.given("e", q(e, "B"), "bytes per element", kind="assumption", source=source)
-    ch.given("N", int(matrix_n), "matrix rows (= columns)", kind="assumption", source=source)
+    ch.given("e", q(e, "B"), "bytes per element", kind="assumption", source=cite("elem_bytes"))
+    ch.given("N", int(matrix_n), "matrix rows (= columns)", kind="assumption", source=cite("matrix_n"))
     ch.given("d_u", analyse(column_walk(t, elem_bytes=e), e).degree,
              f"conflict degree of the column read at pitch {t} (no padding)", kind="spec", source=ANALYSER)
     ch.given("d_p", analyse(column_walk(p, elem_bytes=e), e).degree,
@@ -78,7 +82,7 @@ def bank_chain(gpu, elem_bytes, tile, pitch, matrix_n, sm_clock_ghz, *, source="
     ch.given("W", acc["hbm_bandwidth"], "HBM bandwidth")
     ch.given("n_SM", acc["sm_count"], "SMs")
     ch.given("f", q(sm_clock_ghz, "GHz"), "SM clock under load", kind="assumption",
-             source=CLOCK_SOURCE if float(sm_clock_ghz) == SM_CLOCK_GHZ else source)
+             source=CLOCK_SOURCE if float(sm_clock_ghz) == SM_CLOCK_GHZ else cite("sm_clock_ghz"))
     ch.step("M", "2*N**2*e", "GB", "bytes the transpose moves through HBM (read once, write once)")
     ch.step("t_M", "M/W", "µs", "time floor from HBM")
     ch.step("F", "N**2*e/(B*w)", "", "conflict-free wavefronts for one pass of every tile through the banks")
@@ -95,7 +99,8 @@ def bank_chain(gpu, elem_bytes, tile, pitch, matrix_n, sm_clock_ghz, *, source="
 
 
 def compute(p) -> Chain:
-    return bank_chain(p.gpu, p.elem_bytes, p.tile, p.pitch, p.matrix_n, p.sm_clock_ghz)
+    return bank_chain(p.gpu, p.elem_bytes, p.tile, p.pitch, p.matrix_n, p.sm_clock_ghz,
+                      cite=functools.partial(SPEC.source, p))
 
 
 # --- the analyser on the requests that matter --------------------------------------------------------
@@ -263,4 +268,4 @@ def exercises(p, ch: Chain) -> dict:
     }
 
 
-SPEC = Spec("bank-conflicts", PARAMETERS, RESULTS, compute, validate=validate)
+SPEC = Spec("bank-conflicts", PARAMETERS, RESULTS, compute, validate=validate, closed_form=True)

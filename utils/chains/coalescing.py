@@ -7,6 +7,8 @@ length. The counter (utils.gpu.coalescing.analyse) checks the closed form addres
 """
 from __future__ import annotations
 
+import functools
+
 from utils import catalog
 from utils.chain import Chain, as_float, memoised
 from utils.gpu.coalescing import LINE, SECTOR, WARP, WIDTHS, analyse, column_walk, row_walk, strided
@@ -37,14 +39,18 @@ RESULTS = (
 )
 
 
-def coalescing_chain(gpu, bytes_per_element, stride_elements, row_elements, *, source="parameters cell") -> Chain:
+def coalescing_chain(gpu, bytes_per_element, stride_elements, row_elements, *, source="parameters cell", cite=None) -> Chain:
+    """One warp's loads, contiguous, strided and down a column, in sectors, on `gpu`. Each input cites `source`,
+    or cite(parameter name) where given (the page's SPEC.source)."""
+    cite = cite or (lambda _name: source)
     acc = catalog.accelerator(gpu)
     ch = Chain(f"{int(bytes_per_element)}-byte loads by one warp, stride {int(stride_elements)}, {acc.name}")
     ch.given("L", WARP, "lanes per warp", kind="spec", source=WARP_SOURCE)
     ch.given("b", q(SECTOR, "B"), "bytes per sector", kind="spec", source=SECTOR_SOURCE)
-    ch.given("e", q(bytes_per_element, "B"), "bytes each lane loads", kind="assumption", source=source)
-    ch.given("s", int(stride_elements), "elements between consecutive lanes", kind="assumption", source=source)
-    ch.given("R", int(row_elements), "row length of the row-major matrix, elements", kind="assumption", source=source)
+    ch.given("e", q(bytes_per_element, "B"), "bytes each lane loads", kind="assumption", source=cite("bytes_per_element"))
+    ch.given("s", int(stride_elements), "elements between consecutive lanes", kind="assumption", source=cite("stride_elements"))
+    ch.given("R", int(row_elements), "row length of the row-major matrix, elements", kind="assumption",
+             source=cite("row_elements"))
     ch.step("S_c", "ceiling(L*e/b)", "", "sectors, contiguous load")
     ch.step("S_s", "Min(L, ceiling(((L - 1)*s + 1)*e/b))", "", "sectors, strided load")
     ch.step("eta", "L*e/(S_s*b)", "", "efficiency: bytes requested over bytes moved")
@@ -56,7 +62,8 @@ def coalescing_chain(gpu, bytes_per_element, stride_elements, row_elements, *, s
 
 
 def compute(p) -> Chain:
-    return coalescing_chain(p.gpu, p.bytes_per_element, p.stride_elements, p.row_elements)
+    return coalescing_chain(p.gpu, p.bytes_per_element, p.stride_elements, p.row_elements,
+                            cite=functools.partial(SPEC.source, p))
 
 
 def counter_agrees(p, ch) -> bool:
@@ -152,7 +159,8 @@ def claims() -> list[Claim]:
                 f"{col}/{row} = {r:g}x in sectors; {r_lines:g}x in cache lines; {rd[2][2]:g}x for 2-byte and "
                 f"{rd[8][2]:g}x for 8-byte elements",
         verdict=READING if holds else "wrong as stated",
-        reading=f"the loop order's factor counted, as the source counts, in sector requests per warp load, for "
+        reading=f"'a loop order change' read as the loop order's factor counted, as the source "
+                f"counts, in sector requests per warp load, for "
                 f"{fmt(e, 'B')} (fp32) elements in rows of a sector or more",
         reason=f"Aligned {fmt(e, 'B')} loads touch {', '.join(map(str, counts))} sectors for contiguous, stride "
                f"{list(CLAIM['sectors'])[1]} and stride {list(CLAIM['sectors'])[2]} access, and a column walk costs "
@@ -211,4 +219,4 @@ def exercises(p, ch: Chain) -> dict:
     }
 
 
-SPEC = Spec("coalescing", PARAMETERS, RESULTS, compute)
+SPEC = Spec("coalescing", PARAMETERS, RESULTS, compute, closed_form=True)

@@ -8,7 +8,8 @@ caps the batch at the sequences whose caches fit; the crossover context is where
 """
 from __future__ import annotations
 
-import numpy as np
+import functools
+import math
 
 from utils import catalog, models, roofline, serving
 from utils.chain import Chain, as_float, memoised
@@ -73,8 +74,10 @@ def validate(p):
 
 def decode_chain(m, acc, weight_bytes_per_param, kv_bytes_per_element, context_tokens, gpus_per_replica,
                  gpu_memory_utilization=0.9, memory_reading="driver", compute_fraction=FRACTIONS[0],
-                 bandwidth_fraction=FRACTIONS[1], *, source="parameters cell") -> Chain:
-    """Decode of model `m` on a replica of `gpus_per_replica` x `acc` (catalog Entries) at its KV ceiling."""
+                 bandwidth_fraction=FRACTIONS[1], *, source="parameters cell", cite=None) -> Chain:
+    """Decode of model `m` on a replica of `gpus_per_replica` x `acc` (catalog Entries) at its KV ceiling.
+    Each input cites `source`, or cite(parameter name) where given (the page's SPEC.source)."""
+    cite = cite or (lambda _name: source)
     c = roofline.Chip(acc.key, acc.name, acc.q("bf16_dense").to("FLOP/s"), acc.q("hbm_bandwidth").to("byte/s"))
     n = models.param_count(m)
     per_gpu = q(1, "GPU")
@@ -88,7 +91,8 @@ def decode_chain(m, acc, weight_bytes_per_param, kv_bytes_per_element, context_t
     ch.step("I_star", "P/W", "FLOP/byte", "ridge: the intensity where the two ceilings meet")
     add_fraction_inputs(ch, compute_fraction, bandwidth_fraction, source)
     default_u = gpu_memory_utilization == serving.vllm_utilization()
-    serving.add_budget_steps(ch, b, source=source,
+    serving.add_budget_steps(ch, b, source={"g": cite("gpus_per_replica"), "u": cite("gpu_memory_utilization"),
+                                            "b_w": cite("weight_bytes_per_param"), "T": cite("context_tokens")},
                              utilization_value=serving.vllm_utilization_value() if default_u else None)
     ch.given("k", q(CLAIM["flops_per_weight"], "FLOP/parameter/token"), "FLOPs per weight per token",
              kind="derived", source="one multiply-add per weight per token")
@@ -125,7 +129,7 @@ def decode_chain(m, acc, weight_bytes_per_param, kv_bytes_per_element, context_t
 def compute(p) -> Chain:
     return decode_chain(p.model, p.gpu, p.weight_bytes_per_param, p.kv_bytes_per_element, p.context_tokens,
                         p.gpus_per_replica, p.gpu_memory_utilization, p.memory_reading, p.compute_fraction,
-                        p.bandwidth_fraction)
+                        p.bandwidth_fraction, cite=functools.partial(SPEC.source, p))
 
 
 def has(ch, name) -> bool:
@@ -293,6 +297,7 @@ def roofline_chips() -> list[str]:
 
 def roofs(intensity) -> dict:
     """{display name: (attainable TFLOP/s over `intensity`, ridge FLOP/byte, peak TFLOP/s, key)} per chip."""
+    import numpy as np
     out = {}
     for key in roofline_chips():
         ck = roofline.chip(key)
@@ -310,8 +315,9 @@ def decode_points(ch) -> list[tuple]:
     return [(label, i, min(peak, i * bw)) for label, i in pts]
 
 
-def gemm_sweep_prediction(gpu, k, n, rows) -> np.ndarray:
+def gemm_sweep_prediction(gpu, k, n, rows):
     """The roofline floor of y = x W (x: rows x k, W: k x n, bf16) in microseconds, for each row count."""
+    import numpy as np
     c = roofline.chip(gpu.key) if gpu.key in catalog.keys("accelerator") else roofline.Chip(
         gpu.key, gpu.name, gpu.q("bf16_dense").to("FLOP/s"), gpu.q("hbm_bandwidth").to("byte/s"))
     mm = np.asarray(rows, dtype=float)
@@ -322,6 +328,8 @@ def gemm_sweep_prediction(gpu, k, n, rows) -> np.ndarray:
 def ceiling_curves(p, contexts) -> dict:
     """{display name: (KV ceiling before rounding, ridge batch, key)} against context, for each chip the
     reader's model fits on."""
+    import numpy as np
+
     from utils.params import ParameterError
     out = {}
     ctx = np.asarray(contexts, dtype=float)
@@ -368,7 +376,7 @@ def exercises(p, ch: Chain) -> dict:
     per_gpu_bytes = (2 * n_layers * 2 * (g - 1) / g * allreduce).to("MB")
     link = catalog.accelerator(CLAIM["gpu"]).q("scaleup_bandwidth_unidirectional")
     t_ar = (per_gpu_bytes / link).to("ms")
-    at_x = claim_chain(context_tokens=int(np.floor(as_float(cc["T_x"], "token/sequence"))))
+    at_x = claim_chain(context_tokens=math.floor(as_float(cc["T_x"], "token/sequence")))
     return {"ex1-model": llama8.name, "ex1-ridge-batch": fmt(ex1["B_star"]), "ex1-weights": fmt(ex1["M_w"]),
             "ex1-ceiling": fmt(ex1["U"]), "ex1-step": fmt(ex1["t"]), "ex1-rate": fmt(ex1["R"]),
             "ex2-batch": fmt(cc["U"].m), "ex2-width": str(d_model), "ex2-size": fmt(allreduce),
@@ -378,4 +386,4 @@ def exercises(p, ch: Chain) -> dict:
             "ex3-intensity": fmt(at_x["I_c"])}
 
 
-SPEC = Spec("decode-roofline", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)
+SPEC = Spec("decode-roofline", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED, closed_form=True)

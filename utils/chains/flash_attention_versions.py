@@ -8,9 +8,8 @@ are utils.gpu.kernels.exp_rate.tile_ops (the tests hold them equal); v1's memory
 """
 from __future__ import annotations
 
+import functools
 import math
-
-import numpy as np
 
 from utils import catalog
 from utils.chain import Chain, as_float, memoised
@@ -19,6 +18,10 @@ from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, pct, q, short
 from utils.verdicts import READING, WRONG, Claim, within
 
+GUIDE = ("NVIDIA CUDA C++ Programming Guide, section Arithmetic Instructions, table Throughput of Native "
+         "Arithmetic Instructions (results per clock cycle per multiprocessor), compute capability 9.0, "
+         "https://docs.nvidia.com/cuda/cuda-c-programming-guide/, read 2026-11-30")
+
 PARAMETERS = (
     Param("gpu", "h100-sxm", "the accelerator: a catalog key or a spec file (needs sm_count and bf16_dense)",
           check="accelerator", source="catalog: H100 SXM, the GPU of the FlashAttention-3 paper"),
@@ -26,9 +29,10 @@ PARAMETERS = (
     Param("block_q", 128, "query rows per tile, B_q", check="whole", source="FlashAttention-3's tile"),
     Param("block_k", 128, "keys per tile, B_k", check="whole", source="FlashAttention-3's tile"),
     Param("mufu_per_sm_per_clock", 16.0, "exp2 results per SM per clock (multi-function unit)",
-          source="NVIDIA CUDA C++ Programming Guide, throughput table, compute capability 9.0, read 2026-11-30"),
+          source=GUIDE),
     Param("sm_clock_ghz", 1.83, "SM clock", unit="GHz",
-          source="FlashAttention-3 paper (arXiv:2407.08608), footnote 5: 1830 MHz"),
+          source="FlashAttention-3 paper (arXiv:2407.08608), footnote 5 (16 x 132 SMs x 1830 MHz): 1830 MHz, the clock "
+                 "at which the catalog's H100 bf16 rate is 4,096 FLOP per SM per clock"),
     Param("batch_heads", 8, "batch x heads of one attention call", check="whole",
           source="this book's assumption: one sequence, 64 heads over 8-way tensor parallelism"),
     Param("seq_len", 16384, "sequence length N", unit="token", check="whole", source="this book's assumption"),
@@ -43,16 +47,14 @@ RESULTS = (
     Result("head_dim_at_parity", "", "Head dimension at which exponential time equals matmul time", of="d_p"),
 )
 
-FA3 = ("Shah, Bikshandi, Zhang, Thakkar, Ramani and Dao, FlashAttention-3: Fast and Accurate Attention with "
-       "Asynchrony and Low-precision (2024), arXiv:2407.08608")
-GUIDE = ("NVIDIA CUDA C++ Programming Guide, section Arithmetic Instructions, table Throughput of Native "
-         "Arithmetic Instructions (results per clock cycle per multiprocessor), compute capability 9.0, "
-         "https://docs.nvidia.com/cuda/cuda-c-programming-guide/, read 2026-11-30")
 SOFTMAX_ALU_PER_SCORE = 4     # max, subtract, sum, scale: the book's softmax count (five) less the exp
 FP32_PER_SM_PER_CLOCK = 128   # FP32 add, multiply or FMA results per SM per clock (GUIDE)
-# The FlashAttention-3 paper's figures for the H100 SXM5 (section 3.1 and footnote 5).
-FA3_FIGURES = dict(exp_rate=3.9e12, matmul_rate=989e12, price=256, flops_per_exp=512, exp_half=0.5,
-                   pingpong=(570e12, 620e12, 640e12))
+# The FlashAttention-3 paper's figures for the H100 SXM5 (section 3.1 and footnote 5), from the catalog.
+FA3 = catalog.entry("software", "flash-attention-3-h100-figures")
+FA3_FIGURES = dict(exp_rate=float(FA3.q("exp_rate").to("1/s").m), matmul_rate=float(FA3.q("matmul_rate").to("FLOP/s").m),
+                   price=FA3.q("exp_price").m, flops_per_exp=FA3.q("flops_per_exp").m,
+                   exp_half=float(FA3.q("exp_half").m),
+                   pingpong=tuple(float(FA3.q(f"pingpong_{k}").to("FLOP/s").m) for k in ("before", "after_low", "after_high")))
 
 
 def validate(p):
@@ -71,12 +73,15 @@ def tile_ops(b_q: int, b_k: int, d: int, version: int = 2) -> dict:
             "scores": scores}
 
 
-def flash_chain(gpu, d, b_q, b_k, u_x, f_ghz, bh, n_ctx, *, precision="bf16", source="parameters cell") -> Chain:
+def flash_chain(gpu, d, b_q, b_k, u_x, f_ghz, bh, n_ctx, *, precision="bf16", source="parameters cell", cite=None) -> Chain:
+    """One attention tile's matrix, exponential and other FP32 work on `gpu`, serial and overlapped. Each input
+    cites `source`, or cite(parameter name) where given (the page's SPEC.source)."""
+    cite = cite or (lambda _name: source)
     acc = gpu if hasattr(gpu, "key") else catalog.accelerator(gpu)
     ch = Chain(f"One {int(b_q)} x {int(b_k)} attention tile at d = {int(d)}, {precision} products, {acc.name}")
-    ch.given("d", int(d), "head dimension", kind="assumption", source=source)
-    ch.given("B_q", int(b_q), "query rows per tile", kind="assumption", source=source)
-    ch.given("B_k", int(b_k), "keys per tile", kind="assumption", source=source)
+    ch.given("d", int(d), "head dimension", kind="assumption", source=cite("head_dim"))
+    ch.given("B_q", int(b_q), "query rows per tile", kind="assumption", source=cite("block_q"))
+    ch.given("B_k", int(b_k), "keys per tile", kind="assumption", source=cite("block_k"))
     ch.given("c", q(4, "FLOP"), "matrix FLOPs per score per head-dimension element: QK^T and PV, 2 each",
              kind="derived", source="a multiply and an add per term, two products")
     ch.given("c_a", SOFTMAX_ALU_PER_SCORE, "other FP32 operations per score: max, subtract, sum, scale",
@@ -90,12 +95,11 @@ def flash_chain(gpu, d, b_q, b_k, u_x, f_ghz, bh, n_ctx, *, precision="bf16", so
     ch.given("R_mm", acc[f"{precision}_dense"], f"dense {precision} matrix rate")
     ch.given("n_SM", acc["sm_count"], "SMs")
     ch.given("u_x", float(u_x), "exp2 results per SM per clock (MUFU)", kind="spec",
-             source=f"{source}; the default is the {GUIDE}")
+             source=cite("mufu_per_sm_per_clock"))
     ch.given("u_a", FP32_PER_SM_PER_CLOCK, "FP32 add, multiply or FMA results per SM per clock", kind="spec",
              source=GUIDE)
     ch.given("f", q(f_ghz, "GHz"), "SM clock", kind="spec",
-             source=f"{source}; the default is {FA3}, footnote 5 (16 x 132 SMs x 1830 MHz), and the clock at which "
-                    "the catalog's H100 bf16 rate is 4,096 FLOP per SM per clock")
+             source=cite("sm_clock_ghz"))
     ch.step("R_x", "n_SM*u_x*f", "1/s", "exponentials per second, whole GPU")
     ch.step("R_a", "n_SM*u_a*f*w", "TFLOP/s", "FP32 non-tensor rate (one FLOP per result)")
     ch.step("rho", "R_mm/R_x", "FLOP", "an exponential's price in matrix FLOPs")
@@ -118,8 +122,8 @@ def flash_chain(gpu, d, b_q, b_k, u_x, f_ghz, bh, n_ctx, *, precision="bf16", so
     ch.step("T_1", "t_mm + n_x1/(u_x*f) + n_a1/(u_a*f*w)", "ns", "v1's serial tile time (its non-matmul work)")
     ch.step("h", "T_1/T_s", "", "v1's tile time over v2's")
     # FlashAttention-2's other fix: parallelism over the sequence.
-    ch.given("H", int(bh), "batch x heads of the call", kind="assumption", source=source)
-    ch.given("N", int(n_ctx), "sequence length", kind="assumption", source=source)
+    ch.given("H", int(bh), "batch x heads of the call", kind="assumption", source=cite("batch_heads"))
+    ch.given("N", int(n_ctx), "sequence length", kind="assumption", source=cite("seq_len"))
     ch.step("G_1", "H", "", "thread blocks, v1 (one per batch and head)")
     ch.step("G_2", "H*ceiling(N/B_q)", "", "thread blocks, v2 (also one per query block)")
     ch.step("e_1", "G_1/(ceiling(G_1/n_SM)*n_SM)", "", "SMs kept busy, v1 (waves rounded up)")
@@ -136,7 +140,7 @@ def _chain(p, **kw) -> Chain:
 
 
 def compute(p) -> Chain:
-    return _chain(p)
+    return _chain(p, cite=functools.partial(SPEC.source, p))
 
 
 def reading(p, ch: Chain) -> dict:
@@ -249,6 +253,7 @@ FIGURE_DIMS = (64, 96, 128, 192, 256)
 
 
 def figure_data(p, ch: Chain) -> dict:
+    import numpy as np
     bars = []
     for d in FIGURE_DIMS:
         c = _chain(p, d=d)
@@ -311,4 +316,4 @@ def exercises(p, ch: Chain) -> dict:
     }
 
 
-SPEC = Spec("flash-attention-versions", PARAMETERS, RESULTS, compute, validate=validate)
+SPEC = Spec("flash-attention-versions", PARAMETERS, RESULTS, compute, validate=validate, closed_form=True)

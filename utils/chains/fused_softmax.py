@@ -7,9 +7,8 @@ widest row the kernel holds in registers. The kernel itself is utils/gpu/kernels
 """
 from __future__ import annotations
 
+import functools
 import math
-
-import numpy as np
 
 from utils import catalog, measured, roofline
 from utils.chain import Chain, as_float, memoised
@@ -63,13 +62,16 @@ def block_size(n_cols: int) -> int:
     return max(16, 1 << max(0, math.ceil(math.log2(n_cols))))
 
 
-def softmax_chain(gpu, n_rows, n_cols, bytes_per_element, *, done_fraction=None, source="parameters cell") -> Chain:
+def softmax_chain(gpu, n_rows, n_cols, bytes_per_element, *, done_fraction=None, source="parameters cell", cite=None) -> Chain:
+    """One fused softmax over `n_rows` rows of `n_cols` on `gpu`: its bytes, its floors, its register budget. Each
+    input cites `source`, or cite(parameter name) where given (the page's SPEC.source)."""
+    cite = cite or (lambda _name: source)
     acc = gpu if hasattr(gpu, "key") else catalog.accelerator(gpu)
     roof, roof_kind, roof_source = measured.copy_ceiling(acc)
     ch = Chain(f"Fused softmax of {int(n_rows):,} x {int(n_cols):,} on {acc.name}")
-    ch.given("R", int(n_rows), "rows, one program each", kind="assumption", source=source)
-    ch.given("C", int(n_cols), "columns per row", kind="assumption", source=source)
-    ch.given("e", q(bytes_per_element, "B"), "bytes per element in HBM", kind="assumption", source=source)
+    ch.given("R", int(n_rows), "rows, one program each", kind="assumption", source=cite("n_rows"))
+    ch.given("C", int(n_cols), "columns per row", kind="assumption", source=cite("n_cols"))
+    ch.given("e", q(bytes_per_element, "B"), "bytes per element in HBM", kind="assumption", source=cite("bytes_per_element"))
     ch.given("p", CLAIM["reads"] + CLAIM["writes"], "passes over HBM: one read, one write", kind="derived",
              source="the kernel: one tl.load and one tl.store per element")
     ch.step("M", "p*R*C*e", "MB", "bytes moved")
@@ -108,7 +110,7 @@ def softmax_chain(gpu, n_rows, n_cols, bytes_per_element, *, done_fraction=None,
 
 
 def compute(p) -> Chain:
-    return softmax_chain(p.gpu, p.n_rows, p.n_cols, p.bytes_per_element)
+    return softmax_chain(p.gpu, p.n_rows, p.n_cols, p.bytes_per_element, cite=functools.partial(SPEC.source, p))
 
 
 def reading(p, ch: Chain) -> dict:
@@ -217,6 +219,7 @@ def check_table(ck: dict) -> list[list[str]]:
 # --- numerics --------------------------------------------------------------------------------------
 def exp_limits() -> dict:
     """ln of the largest finite value: past it e^x overflows (bf16 has fp32's range)."""
+    import numpy as np
     return {"fp32": float(np.log(np.finfo(np.float32).max)), "fp16": float(np.log(np.finfo(np.float16).max))}
 
 
@@ -246,6 +249,7 @@ def register_budget(num_warps, max_cols: int) -> dict:
 
 
 def figure_data(p, ch: Chain) -> dict:
+    import numpy as np
     cols = np.unique(np.logspace(np.log10(64), np.log10(65536), 120).astype(int))
     bw, rate = as_float(ch["W"], "B/s"), as_float(ch["P"], "FLOP/s")
     t_copy = 2 * p.n_rows * cols * p.bytes_per_element / bw * 1e6          # the chain's t = M / W, in µs
@@ -291,4 +295,4 @@ def exercises(p, ch: Chain) -> dict:
     }
 
 
-SPEC = Spec("fused-softmax", PARAMETERS, RESULTS, compute)
+SPEC = Spec("fused-softmax", PARAMETERS, RESULTS, compute, closed_form=True)

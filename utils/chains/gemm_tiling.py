@@ -7,9 +7,8 @@ ridge I*. Shared memory and the register file cap the tile (per-SM limits cited 
 """
 from __future__ import annotations
 
+import functools
 import math
-
-import numpy as np
 
 from utils import catalog
 from utils.chain import Chain, as_float, memoised
@@ -66,17 +65,20 @@ def bytes_per_fma(tile_m, tile_n, e) -> float:
     return e * (1 / tile_m + 1 / tile_n)
 
 
-def gemm_chain(gpu, m, n, k, tile_m, tile_n, elem_bytes, *, source="parameters cell", block_k=64,
+def gemm_chain(gpu, m, n, k, tile_m, tile_n, elem_bytes, *, source="parameters cell", cite=None, block_k=64,
                stages=STAGES) -> Chain:
+    """C = A B on `gpu`, naive and tiled: bytes per multiply-add, intensity, the tile the ridge and the SM allow.
+    Each input cites `source`, or cite(parameter name) where given (the page's SPEC.source)."""
+    cite = cite or (lambda _name: source)
     acc = catalog.accelerator(gpu)
     ch = Chain(f"C = A B, {int(m):,} x {int(k):,} times {int(k):,} x {int(n):,}, {int(elem_bytes)}-byte elements, "
                f"{int(tile_m)} x {int(tile_n)} tiles, {acc.name}")
-    ch.given("M", int(m), "rows of A and C", kind="assumption", source=source)
-    ch.given("N", int(n), "columns of B and C", kind="assumption", source=source)
-    ch.given("K", int(k), "reduction length", kind="assumption", source=source)
-    ch.given("e", q(elem_bytes, "B"), "bytes per element", kind="assumption", source=source)
-    ch.given("B_M", int(tile_m), "tile rows (BLOCK_M)", kind="assumption", source=source)
-    ch.given("B_N", int(tile_n), "tile columns (BLOCK_N)", kind="assumption", source=source)
+    ch.given("M", int(m), "rows of A and C", kind="assumption", source=cite("m"))
+    ch.given("N", int(n), "columns of B and C", kind="assumption", source=cite("n"))
+    ch.given("K", int(k), "reduction length", kind="assumption", source=cite("k"))
+    ch.given("e", q(elem_bytes, "B"), "bytes per element", kind="assumption", source=cite("elem_bytes"))
+    ch.given("B_M", int(tile_m), "tile rows (BLOCK_M)", kind="assumption", source=cite("tile_m"))
+    ch.given("B_N", int(tile_n), "tile columns (BLOCK_N)", kind="assumption", source=cite("tile_n"))
     ch.given("f", q(2, "FLOP"), "FLOPs per multiply-add", kind="spec", source="definition: one multiply, one add")
     ch.step("F", "f*M*N*K", "FLOP", "FLOPs of the product")
     ch.step("b_0", "2*e", "B", "naive: bytes read per multiply-add")
@@ -105,7 +107,8 @@ def gemm_chain(gpu, m, n, k, tile_m, tile_n, elem_bytes, *, source="parameters c
 
 
 def compute(p) -> Chain:
-    return gemm_chain(p.gpu, p.m, p.n, p.k, p.tile_m, p.tile_n, p.elem_bytes)
+    return gemm_chain(p.gpu, p.m, p.n, p.k, p.tile_m, p.tile_n, p.elem_bytes,
+                      cite=functools.partial(SPEC.source, p))
 
 
 def chip_of(gpu, elem_bytes) -> Chip:
@@ -238,6 +241,7 @@ def checks() -> dict:
 # --- each step, figure, what changes, exercises ---------------------------------------------------
 def steps(gpu="h200") -> dict:
     """The step-by-step numbers for bf16 at a 128 tile (the measurement's largest) on the GPU."""
+    import numpy as np
     e, T = 2, 128
     BK = block_k_for(T)
     threads, reg_tile = 256, 8           # eight warps (Triton's num_warps=8); a thread's 8 x 8 accumulator
@@ -275,6 +279,7 @@ TILES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
 def tile_curves(gpus, elem_bytes) -> dict:
     """Bytes per multiply-add against the square tile, per width; attainable TFLOP/s per GPU (no cache)."""
+    import numpy as np
     t = np.array(TILES)
     out = {"bytes": {e: [bytes_per_fma(x, x, e) for x in TILES] for e in (1, 2, 4)}, "rate": {}}
     for g in gpus:
@@ -307,4 +312,4 @@ def exercises(p, ch: Chain) -> dict:
     }
 
 
-SPEC = Spec("gemm-tiling", PARAMETERS, RESULTS, compute, validate=validate)
+SPEC = Spec("gemm-tiling", PARAMETERS, RESULTS, compute, validate=validate, closed_form=True)

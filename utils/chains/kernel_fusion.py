@@ -7,7 +7,7 @@ utils.gpu.byte_counter; this module holds the counts those runs must reproduce.
 """
 from __future__ import annotations
 
-import numpy as np
+import functools
 
 from utils import catalog, measured, roofline
 from utils.chain import Chain, as_float, memoised
@@ -37,31 +37,34 @@ RESULTS = (
     Result("fusion_speedup", "", "Predicted speedup of the fused kernel over the eager chain", of="S"),
 )
 
-LAUNCH_SOURCE = "this book's assumption (parameters cell): a few microseconds per launch from Python"
 FAST_SHARE = 0.9          # share of copy speed worth calling fast (as the fused-softmax chapter's bar)
 EPILOGUE_PASSES = 4       # bias add and GELU, eager: each reads C and writes C
 EPILOGUE_MODEL = "llama-3-70b"
 HARNESS_SIZES = tuple(1 << k for k in (12, 16, 20, 24, 28))   # the harness's kernel-fusion sizes, bf16
 
 
-def launch_costs(acc, assumed_us) -> tuple:
-    """(eager launch, fused launch, kind, source): the harness's launch-overhead record where one exists."""
+def launch_costs(acc, assumed_us, assumed_source) -> tuple:
+    """(eager launch, fused launch, kind, source): the harness's launch-overhead record where one exists, else
+    the assumed time and its source."""
     rec = measured.latest("launch-overhead", acc.key)
     if rec is None:
         t = q(assumed_us, "us")
-        return t, t, "assumption", LAUNCH_SOURCE
+        return t, t, "assumption", assumed_source
     return (measured.metric_of(rec, "launch_torch").to("us"), measured.metric_of(rec, "launch_triton").to("us"),
             "measured", f"launch-overhead record {rec['_file']}")
 
 
-def fusion_chain(gpu, n_elements, bytes_per_element, n_ops, launch_overhead_us, *, source="parameters cell") -> Chain:
+def fusion_chain(gpu, n_elements, bytes_per_element, n_ops, launch_overhead_us, *, source="parameters cell", cite=None) -> Chain:
+    """`n_ops` elementwise operations on `n_elements` on `gpu`, eager and fused: bytes, launches, time. Each input
+    cites `source`, or cite(parameter name) where given (the page's SPEC.source)."""
+    cite = cite or (lambda _name: source)
     acc = gpu if hasattr(gpu, "key") else catalog.accelerator(gpu)
     roof, roof_kind, roof_source = measured.copy_ceiling(acc)
-    t_eager, t_fused, l_kind, l_source = launch_costs(acc, launch_overhead_us)
+    t_eager, t_fused, l_kind, l_source = launch_costs(acc, launch_overhead_us, cite("launch_overhead_us"))
     ch = Chain(f"{int(n_ops)} elementwise operations on {short(n_elements)} elements, {acc.name}")
-    ch.given("N", int(n_elements), "elements in the tensor", kind="assumption", source=source)
-    ch.given("e", q(bytes_per_element, "B"), "bytes per element", kind="assumption", source=source)
-    ch.given("k", int(n_ops), "elementwise operations in the chain", kind="assumption", source=source)
+    ch.given("N", int(n_elements), "elements in the tensor", kind="assumption", source=cite("n_elements"))
+    ch.given("e", q(bytes_per_element, "B"), "bytes per element", kind="assumption", source=cite("bytes_per_element"))
+    ch.given("k", int(n_ops), "elementwise operations in the chain", kind="assumption", source=cite("n_ops"))
     ch.step("M_u", "2*k*N*e", "MB", "bytes unfused: each kernel reads its input and writes its output")
     ch.step("M_f", "2*N*e", "MB", "bytes fused: one read, one write")
     ch.step("r", "M_u/M_f", "", "byte ratio")
@@ -79,7 +82,8 @@ def fusion_chain(gpu, n_elements, bytes_per_element, n_ops, launch_overhead_us, 
 
 
 def compute(p) -> Chain:
-    return fusion_chain(p.gpu, p.n_elements, p.bytes_per_element, p.n_ops, p.launch_overhead_us)
+    return fusion_chain(p.gpu, p.n_elements, p.bytes_per_element, p.n_ops, p.launch_overhead_us,
+                        cite=functools.partial(SPEC.source, p))
 
 
 def reading(p, ch: Chain) -> dict:
@@ -116,7 +120,9 @@ def operand_passes(operands: str, rows: int = VECTOR_ROWS) -> tuple[float, float
 
 
 def claim_chain(n: int = HARNESS_SIZES[-1]) -> Chain:
-    return fusion_chain("h200", n, 2.0, CLAIM["n_ops"], 5.0, source="the claim")
+    assumed = next(p for p in PARAMETERS if p.name == "launch_overhead_us")     # the claim names no launch time
+    return fusion_chain("h200", n, 2.0, CLAIM["n_ops"], assumed.default, source="the claim",
+                        cite=lambda name: assumed.source if name == assumed.name else "the claim")
 
 
 @memoised
@@ -189,6 +195,7 @@ def epilogue_text(acc, cases) -> dict:
 
 # --- the figure, what changes, exercises -----------------------------------------------------------
 def figure_data(p, ch: Chain) -> dict:
+    import numpy as np
     ns = np.logspace(2, 9, 200)
     w, t_lu, t_lf = as_float(ch["W"], "B/s"), as_float(ch["t_Lu"], "s"), as_float(ch["t_Lf"], "s")
     e, k = p.bytes_per_element, p.n_ops
@@ -236,4 +243,4 @@ def measured_predictions(gpu, sizes, launch_overhead_us) -> list[dict]:
                                             source="the harness's sizes")) for s in sizes]
 
 
-SPEC = Spec("kernel-fusion", PARAMETERS, RESULTS, compute)
+SPEC = Spec("kernel-fusion", PARAMETERS, RESULTS, compute, closed_form=True)

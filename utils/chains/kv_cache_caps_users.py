@@ -10,9 +10,8 @@ of users, and the per-user rate above which bandwidth, not capacity, binds.
 """
 from __future__ import annotations
 
+import functools
 import math
-
-import numpy as np
 
 from utils import catalog, models, roofline, serving
 from utils.chain import Chain, as_float, memoised
@@ -102,22 +101,26 @@ def validate(p):
 def users_chain(m, acc, gpus_per_node, weight_bytes_per_param, kv_bytes_per_element, context_tokens,
                 gpu_memory_utilization, tokens_per_second_per_user, target_users_per_node,
                 memory_reading="driver", compute_fraction=FRACTIONS[0], bandwidth_fraction=FRACTIONS[1], *,
-                source="parameters cell") -> Chain:
+                source="parameters cell", cite=None) -> Chain:
     """Users of model `m` on a node of `gpus_per_node` x `acc` (catalog Entries), by memory, compute and
-    bandwidth at the promised rate."""
+    bandwidth at the promised rate. Each input cites `source`, or cite(parameter name) where given (the page's
+    SPEC.source)."""
+    cite = cite or (lambda _name: source)
     chip = roofline.Chip(acc.key, acc.name, acc.q("bf16_dense").to("FLOP/s"), acc.q("hbm_bandwidth").to("byte/s"))
     b = serving.budget(m, acc, gpus_per_node, weight_bytes_per_param, kv_bytes_per_element, context_tokens,
                        gpu_memory_utilization, memory_reading)
     ch = Chain(f"Users of {m.name} on {gpus_per_node} x {acc.name}")
     default_u = gpu_memory_utilization == serving.vllm_utilization()
-    serving.add_budget_steps(ch, b, source=source,
+    serving.add_budget_steps(ch, b, source={"g": cite("gpus_per_node"), "u": cite("gpu_memory_utilization"),
+                                            "b_w": cite("weight_bytes_per_param"), "T": cite("context_tokens")},
                              utilization_value=serving.vllm_utilization_value() if default_u else None)
     # Compute and bandwidth: how many users a decode step could serve at the promised rate.
     serving.add_decode_inputs(ch, m, acc, chip, kv_bytes_per_element)
     add_fraction_inputs(ch, compute_fraction, bandwidth_fraction, source)
     ch.step("f", "k*N_a*tau + I_kv*kappa*T", "GFLOP/sequence", "FLOPs per user per decode step")
     ch.given("s", q(tokens_per_second_per_user, "token/s/sequence"), "decode rate promised to each user",
-             kind="assumption", source=RATE_SOURCE if tokens_per_second_per_user == CLAIM["rate"] else source)
+             kind="assumption", source=RATE_SOURCE if tokens_per_second_per_user == CLAIM["rate"]
+             else cite("tokens_per_second_per_user"))
     ch.step("U_c", "g*eta_P*P*tau/(s*f)", "sequence", "users compute alone could serve at that rate")
     ch.step("U_bw", "(g*eta_W*W*tau/s - N_r*b_w)/kv_u", "sequence", "users HBM bandwidth could serve at that rate")
     ch.step("x", "U_c/U", "", "compute headroom: compute's users over memory's")
@@ -131,7 +134,7 @@ def users_chain(m, acc, gpus_per_node, weight_bytes_per_param, kv_bytes_per_elem
         ch.solve("T_x", "M_kv/(rho*kappa*T_x) = g*eta_P*P*tau/(s*(k*N_a*tau + I_kv*kappa*T_x))", "token/sequence",
                  "context below which compute, not memory, caps users")
     ch.given("U_n", q(target_users_per_node, "sequence"), "users a node should hold", kind="assumption",
-             source=source)
+             source=cite("target_users_per_node"))
     ch.solve("T_n", "U_n = M_kv/(rho*kappa*T_n)", "token/sequence", "longest context at which it holds them")
     ch.solve("s_bw", "M_kv = g*eta_W*W*tau/s_bw - N_r*b_w", "token/s/sequence",
              "per-user rate above which bandwidth, not capacity, caps users")
@@ -145,7 +148,8 @@ def has_turn(ch) -> bool:
 def compute(p) -> Chain:
     return users_chain(p.model, p.gpu, p.gpus_per_node, p.weight_bytes_per_param, p.kv_bytes_per_element,
                        p.context_tokens, p.gpu_memory_utilization, p.tokens_per_second_per_user,
-                       p.target_users_per_node, p.memory_reading, p.compute_fraction, p.bandwidth_fraction)
+                       p.target_users_per_node, p.memory_reading, p.compute_fraction, p.bandwidth_fraction,
+                       cite=functools.partial(SPEC.source, p))
 
 
 # --- prose -----------------------------------------------------------------------------------------
@@ -203,6 +207,7 @@ def claim_chain(**changes) -> Chain:
 def roofline_route(cc) -> dict:
     """Second route, at any rate: a step's intensity B f / (N_r b_w + B kv_u) rises with the batch B towards
     f / kv_u; below the ridge no batch is compute-bound. T_r is the context above which that holds."""
+    import numpy as np
     import sympy as sp
     peak = roofline.chip(CLAIM["gpu"])
     chip = roofline.Chip(peak.key, peak.name, peak.peak * FRACTIONS[0], peak.bandwidth * FRACTIONS[1])   # achieved
@@ -307,6 +312,7 @@ def users_curves(p, contexts) -> dict:
     """Users that fit and users compute serves, against context, for the claim's chips and the reader's GPU:
     {display name: dict(memory, compute, peak, turn=(context, users) or None)}; chips the inputs reject are
     listed under 'skipped'."""
+    import numpy as np
     ctx = np.asarray(contexts, dtype=float)
     out, skipped = {}, []
     for key in dict.fromkeys((*CHIPS, p.gpu.key)):
@@ -369,4 +375,4 @@ def exercises(p, ch: Chain) -> dict:
             "ex3-compute": users(ex3["U_c"])}
 
 
-SPEC = Spec("kv-cache-caps-users", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)
+SPEC = Spec("kv-cache-caps-users", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED, closed_form=True)

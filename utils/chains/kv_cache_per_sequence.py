@@ -8,6 +8,8 @@ at the precision the model was released in.
 """
 from __future__ import annotations
 
+import functools
+
 from utils import catalog
 from utils.chain import Chain, as_float, memoised
 from utils.display import table
@@ -54,8 +56,11 @@ def weight_bytes_per_param(m) -> int:
     raise ValueError(f"{m.key}: no byte width known for weights_dtype {dtype!r}")
 
 
-def kv_chain(m, context_tokens, kv_bytes, w_bytes, *, fraction=1 / 3, source="parameters cell", w_source=None) -> Chain:
-    """The cache of one sequence for any catalog model, the mistake beside it, and the ratio to the weights."""
+def kv_chain(m, context_tokens, kv_bytes, w_bytes, *, fraction=1 / 3, source="parameters cell", w_source=None,
+             cite=None) -> Chain:
+    """The cache of one sequence for any catalog model, the mistake beside it, and the ratio to the weights.
+    Each input cites `source`, or cite(parameter name) where given (the page's SPEC.source)."""
+    cite = cite or (lambda _name: source)
     ch = Chain(f"KV cache per sequence: {m.short_name}")
     ch.given("L", cfg(m, "n_layers"), "layers (num_hidden_layers)", kind=m["n_layers"].kind, source=cited(m["n_layers"]))
     if is_mla(m):
@@ -64,7 +69,8 @@ def kv_chain(m, context_tokens, kv_bytes, w_bytes, *, fraction=1 / 3, source="pa
         ch.given("d_R", q(cfg(m, "qk_rope_head_dim"), "1/token"),
                  "shared RoPE-key elements per layer, per token (qk_rope_head_dim)",
                  kind=m["qk_rope_head_dim"].kind, source=cited(m["qk_rope_head_dim"]))
-        ch.given("b", q(kv_bytes, "B"), "bytes per cached element", kind="assumption", source=source)
+        ch.given("b", q(kv_bytes, "B"), "bytes per cached element", kind="assumption",
+                 source=cite("kv_bytes_per_element"))
         ch.step("k_tok", "L*(r_kv + d_R)*b", "B/token", "KV bytes per token: the latent and the RoPE key")
         ch.given("H", cfg(m, "n_kv_heads"), "num_key_value_heads in the config (= query heads)",
                  kind=m["n_kv_heads"].kind, source=cited(m["n_kv_heads"]))
@@ -79,13 +85,15 @@ def kv_chain(m, context_tokens, kv_bytes, w_bytes, *, fraction=1 / 3, source="pa
                  source=cited(m["n_kv_heads"]))
         ch.given("d_h", q(cfg(m, "head_dim"), "1/token"), "head dimension: elements per head, per token",
                  kind=m["head_dim"].kind, source=cited(m["head_dim"]))
-        ch.given("b", q(kv_bytes, "B"), "bytes per cached element", kind="assumption", source=source)
+        ch.given("b", q(kv_bytes, "B"), "bytes per cached element", kind="assumption",
+                 source=cite("kv_bytes_per_element"))
         ch.step("k_tok", "2*L*H_kv*d_h*b", "B/token", "KV bytes per token: K and V for each KV head")
         ch.given("H_q", cfg(m, "n_heads"), "query heads (num_attention_heads)", kind=m["n_heads"].kind,
                  source=cited(m["n_heads"]))
         ch.step("k_wrong", "2*L*H_q*d_h*b", "B/token", "the mistake: query heads for KV heads")
     ch.step("x", "k_wrong/k_tok", "", "how many times too big the mistake is")
-    ch.given("T", q(context_tokens, "token"), "tokens in the sequence", kind="assumption", source=source)
+    ch.given("T", q(context_tokens, "token"), "tokens in the sequence", kind="assumption",
+             source=cite("context_tokens"))
     ch.step("K_seq", "k_tok*T", "GB", "KV bytes per sequence")
     ch.step("K_wrong", "k_wrong*T", "GB", "the same with the mistake")
     ch.given("P", param_count(m)["total"], "parameters, counted from the config", kind="derived",
@@ -100,7 +108,8 @@ def kv_chain(m, context_tokens, kv_bytes, w_bytes, *, fraction=1 / 3, source="pa
 
 
 def compute(p) -> Chain:
-    return kv_chain(p.model, p.context_tokens, p.kv_bytes_per_element, weight_bytes_per_param(p.model))
+    return kv_chain(p.model, p.context_tokens, p.kv_bytes_per_element, weight_bytes_per_param(p.model),
+                    cite=functools.partial(SPEC.source, p))
 
 
 # --- the claim ------------------------------------------------------------------------------------
@@ -329,4 +338,4 @@ def exercises(p, ch: Chain) -> dict:
             "ex4-tokens": fmt((claim["K_seq"] / ex4["k_tok"]).to("token"))}
 
 
-SPEC = Spec("kv-cache-per-sequence", PARAMETERS, RESULTS, compute, refused=REFUSED)
+SPEC = Spec("kv-cache-per-sequence", PARAMETERS, RESULTS, compute, refused=REFUSED, closed_form=True)

@@ -110,7 +110,7 @@ def validate(p) -> None:
                 raise ParameterError(f"{name}: {entry.key} has no {field} in the catalog")
 
 
-def memory_wall(gpu_a, gpu_b, gpu_c, dtype, *, source="parameters cell", alt=None) -> Chain:
+def memory_wall(gpu_a, gpu_b, gpu_c, dtype, *, alt=None) -> Chain:
     """The chain. Chips are catalog keys or Entries; alt: {symbol: catalog Value} to use an alternative figure
     the catalog keeps instead of the primary."""
     alt = alt or {}
@@ -265,8 +265,8 @@ def readings() -> list[tuple]:
 
 @memoised
 def checks() -> dict:
-    cc = memory_wall(CLAIM["first"], CLAIM["middle"], CLAIM["last"], CLAIM["dtype"], source="the claim")
-    c40 = memory_wall(FIRST_40GB, CLAIM["middle"], CLAIM["last"], CLAIM["dtype"], source="the claim, launch A100")
+    cc = memory_wall(CLAIM["first"], CLAIM["middle"], CLAIM["last"], CLAIM["dtype"])
+    c40 = memory_wall(FIRST_40GB, CLAIM["middle"], CLAIM["last"], CLAIM["dtype"])
     return dict(cc=cc, c40=c40, route2=route2(), readings=readings(), soft=software_offsets(cc, CLAIM["dtype"]))
 
 
@@ -434,4 +434,4 @@ def ridge_check(ck) -> float:
                for tag, key in zip("abc", (CLAIM["first"], CLAIM["middle"], CLAIM["last"])))
 
 
-SPEC = Spec("memory-wall", PARAMETERS, RESULTS, compute, validate=validate)
+SPEC = Spec("memory-wall", PARAMETERS, RESULTS, compute, validate=validate, closed_form=True)

@@ -13,7 +13,7 @@ read-only kernel's (a sum, write_ratio = 0).
 """
 from __future__ import annotations
 
-import numpy as np
+import functools
 
 from utils import catalog
 from utils.chain import Chain, as_float, memoised
@@ -73,8 +73,11 @@ def validate(p):
 
 
 def occupancy_chain(gpu, threads_per_block, regs_max_occ, regs_blocked, loads_max_occ, loads_blocked,
-                    load_bytes, latency_ns, *, write_ratio, source="parameters cell",
+                    load_bytes, latency_ns, *, write_ratio, source="parameters cell", cite=None,
                     latency_source=LATENCY_SOURCE) -> Chain:
+    """Two kernels' resident warps on `gpu` and the bytes in flight each keeps against what saturates HBM. Each
+    input cites `source`, or cite(parameter name) where given (the page's SPEC.source)."""
+    cite = cite or (lambda _name: source)
     acc = catalog.accelerator(gpu)
     lim = sm_limits(acc.key)
     oa, ob = (occupancy(threads_per_block, r, 0, lim) for r in (regs_max_occ, regs_blocked))
@@ -91,14 +94,14 @@ def occupancy_chain(gpu, threads_per_block, regs_max_occ, regs_blocked, loads_ma
     ch.step("o_b", "w_b/W_max", "", "occupancy, register-blocked kernel")
     ch.given("lat", q(latency_ns, "ns"), "memory latency under load", kind="assumption",
              source=latency_source)
-    ch.given("b", q(load_bytes, "B"), "bytes per load", kind="assumption", source=source)
+    ch.given("b", q(load_bytes, "B"), "bytes per load", kind="assumption", source=cite("load_bytes"))
     ch.given("k_a", int(loads_max_occ), "independent loads a thread, occupancy-maximised", kind="assumption",
-             source=source)
+             source=cite("loads_max_occ"))
     ch.given("k_b", int(loads_blocked), "independent loads a thread, register-blocked", kind="assumption",
-             source=source)
-    ch.given("L", WARP, "threads a warp")
+             source=cite("loads_blocked"))
+    ch.given("L", WARP, "threads a warp", kind="spec", source="CUDA C++ Programming Guide: a warp is 32 threads")
     ch.given("w_r", float(write_ratio), "bytes written per byte read (1: a copy; 0: a read-only kernel)",
-             kind="assumption", source=source)
+             kind="assumption", source=cite("write_ratio"))
     ch.step("Q", "W*lat/(n_SM*(1 + w_r))", "KiB",
             "loads in flight per SM that saturate HBM (Little's law; the stores take their share of W)")
     ch.step("F_a", "w_a*L*k_a*b", "KiB", "bytes in flight per SM, occupancy-maximised")
@@ -113,7 +116,7 @@ def occupancy_chain(gpu, threads_per_block, regs_max_occ, regs_blocked, loads_ma
 def compute(p) -> Chain:
     return occupancy_chain(p.gpu, p.threads_per_block, p.regs_max_occ, p.regs_blocked, p.loads_max_occ,
                            p.loads_blocked, p.load_bytes, p.latency_ns, write_ratio=p.write_ratio,
-                           latency_source=SPEC.source(p, "latency_ns"))
+                           latency_source=SPEC.source(p, "latency_ns"), cite=functools.partial(SPEC.source, p))
 
 
 # --- the claim ------------------------------------------------------------------------------------
@@ -179,8 +182,9 @@ def claims() -> list[Claim]:
 
 
 # --- the page's tables and figures ------------------------------------------------------------------
-def register_staircase(gpu, threads_per_block, regs=range(1, 256)) -> tuple[np.ndarray, np.ndarray]:
+def register_staircase(gpu, threads_per_block, regs=range(1, 256)) -> tuple:
     """Occupancy against registers per thread: the staircase the allocation granularity draws."""
+    import numpy as np
     lim = sm_limits(gpu)
     r = np.array(list(regs))
     return r, np.array([occupancy(threads_per_block, int(x), 0, lim).occupancy for x in r])
@@ -188,6 +192,7 @@ def register_staircase(gpu, threads_per_block, regs=range(1, 256)) -> tuple[np.n
 
 def bandwidth_curves(p, loads=(1, 2, 4, 8)) -> dict:
     """Share of HBM bandwidth against resident warps per SM, for several independent loads per thread."""
+    import numpy as np
     ch = compute(p)
     qb = as_float(ch["Q"], "B")
     warps = np.arange(4, 65, 4)
@@ -255,4 +260,4 @@ def calculator_on_record(record: dict | None, gpu: str) -> dict:
     return out
 
 
-SPEC = Spec("occupancy", PARAMETERS, RESULTS, compute, validate=validate)
+SPEC = Spec("occupancy", PARAMETERS, RESULTS, compute, validate=validate, closed_form=True)

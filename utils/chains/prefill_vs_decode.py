@@ -9,10 +9,9 @@ decode-roofline uses (catalog: software achieved-fraction); the datasheet roof i
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, replace
-
-import numpy as np
 
 from utils import catalog, models, roofline, serving
 from utils.chain import Chain, as_float, memoised
@@ -142,11 +141,18 @@ class Spec:
         return (as_float(self.chip.peak, "FLOP/s") * self.eta_P, as_float(self.chip.bandwidth, "byte/s") * self.eta_W)
 
     def touched(self, tokens):
-        """Share of routed-expert weights a pass of `tokens` reads: uniform, independent routing."""
-        return 1.0 if self.E == 0 else 1 - (1 - self.k_e / self.E) ** np.asarray(tokens, dtype=float)
+        """Share of routed-expert weights a pass of `tokens` reads: uniform, independent routing. A count gives a
+        float (no numpy: the chain's own rows), an array of counts an array (the sweeps)."""
+        if self.E == 0:
+            return 1.0
+        if isinstance(tokens, (int, float)):
+            return 1 - (1 - self.k_e / self.E) ** float(tokens)
+        import numpy as np
+        return 1 - (1 - self.k_e / self.E) ** np.asarray(tokens, dtype=float)
 
     def cost(self, new, cached=0, seqs=1):
         """(FLOPs, bytes) of a pass in which `seqs` sequences each add `new` tokens to `cached` ones."""
+        import numpy as np
         new, cached = np.asarray(new, dtype=float), np.asarray(cached, dtype=float)
         f = seqs * (2 * self.N_a * new + self.a_att * (new * cached + new * (new + 1) / 2))
         read = self.N_r - self.N_x * (1 - self.touched(seqs * new))
@@ -154,6 +160,7 @@ class Spec:
 
     def time(self, new, cached=0, seqs=1):
         """(floor, compute time, memory time) in seconds, spread over the replica."""
+        import numpy as np
         f, b = self.cost(new, cached, seqs)
         peak, bw = (r * self.g for r in self.rates())
         return np.maximum(f / peak, b / bw), f / peak, b / bw
@@ -192,9 +199,11 @@ def validate(p):
 
 def pass_chain(m, acc, gpus_per_replica, weight_bytes_per_param, kv_bytes_per_element, prompt_tokens,
                context_tokens, decode_batch, compute_fraction=FRACTIONS[0], bandwidth_fraction=FRACTIONS[1], *,
-               source="parameters cell") -> Chain:
+               source="parameters cell", cite=None) -> Chain:
     """A prefill pass and a decode step of model `m` on `gpus_per_replica` x `acc` (catalog Entries), each at
-    the achieved shares of the datasheet peaks."""
+    the achieved shares of the datasheet peaks. Each input cites `source`, or cite(parameter name) where given
+    (the page's SPEC.source)."""
+    cite = cite or (lambda _name: source)
     check_fits(m, acc, gpus_per_replica, weight_bytes_per_param, kv_bytes_per_element, prompt_tokens,
                max(prompt_tokens, decode_batch * context_tokens))
     s = spec_for(m, acc, gpus_per_replica, weight_bytes_per_param, kv_bytes_per_element,
@@ -209,15 +218,18 @@ def pass_chain(m, acc, gpus_per_replica, weight_bytes_per_param, kv_bytes_per_el
     ch.step("I_star", "R/W", "FLOP/byte", "datasheet ridge: where the two roofs meet")
     add_fraction_inputs(ch, compute_fraction, bandwidth_fraction, source)
     ch.step("I_a", "eta_P*R/(eta_W*W)", "FLOP/byte", "achieved ridge: where compute time equals memory time")
-    ch.given("g", q(gpus_per_replica, "GPU"), "GPUs per replica", kind="assumption", source=source)
+    ch.given("g", q(gpus_per_replica, "GPU"), "GPUs per replica", kind="assumption",
+             source=cite("gpus_per_replica"))
     ch.given("k", q(CLAIM["flops_per_weight"], "FLOP/parameter/token"), "FLOPs per weight per token",
              kind="derived", source="one multiply-add")
     ch.given("N_a", q(s.N_a, "parameter"), "active weights (multiplied per token)", kind="derived", source=MODELS_SOURCE)
     ch.given("N_r", q(s.N_r, "parameter"), "weights a pass reads (all but the embedding table)",
              kind="derived", source=MODELS_SOURCE)
-    ch.given("b_w", q(weight_bytes_per_param, "byte/parameter"), "bytes per weight", kind="assumption", source=source)
+    ch.given("b_w", q(weight_bytes_per_param, "byte/parameter"), "bytes per weight", kind="assumption",
+             source=cite("weight_bytes_per_param"))
     ch.given("kappa", q(s.kappa, "byte/token"), "K and V bytes per token, all layers", kind="derived",
-             source=f"utils.models.kv_bytes_per_token at {fmt(kv_bytes_per_element)} bytes per element ({source})")
+             source=f"utils.models.kv_bytes_per_token at {fmt(kv_bytes_per_element)} bytes per element; "
+                    + cite("kv_bytes_per_element"))
     ch.given("alpha", q(s.alpha, "byte/token"), "activation bytes per token", kind="assumption", source=ACT_SOURCE)
     ch.given("a", q(s.a_att, "FLOP/token**2"), "attention FLOPs per query-key pair, all layers", kind="derived",
              source="2 H (d_qk + d_v) per layer, from the config")
@@ -230,7 +242,8 @@ def pass_chain(m, acc, gpus_per_replica, weight_bytes_per_param, kv_bytes_per_el
                  kind="assumption", source="uniform, independent routing")
     read_p = "(N_r - N_x*(1 - phi_P))*b_w" if moe else "N_r*b_w"
     read_d = "(N_r - N_x*(1 - phi_B))*b_w" if moe else "N_r*b_w"
-    ch.given("P", q(prompt_tokens, "token"), "prompt tokens (one prefill pass)", kind="assumption", source=source)
+    ch.given("P", q(prompt_tokens, "token"), "prompt tokens (one prefill pass)", kind="assumption",
+             source=cite("prompt_tokens"))
     ch.given("tau", q(1, "token"), "one token", kind="derived", source="a decode step adds one token per sequence")
     ch.step("F_p", "k*N_a*P + a*P*(P + tau)/2", "TFLOP", "prefill FLOPs (causal attention)")
     ch.step("M_p", f"{read_p} + P*(2*kappa + alpha)", "GB", "prefill bytes")
@@ -238,8 +251,10 @@ def pass_chain(m, acc, gpus_per_replica, weight_bytes_per_param, kv_bytes_per_el
     ch.step("t_pF", "F_p/(g*eta_P*R)", "ms", "prefill compute time")
     ch.step("t_pM", "M_p/(g*eta_W*W)", "ms", "prefill memory time")
     ch.step("t_p", "Max(t_pF, t_pM)", "ms", "prefill time at the achieved rates")
-    ch.given("T", q(context_tokens, "token"), "context a decode step attends to", kind="assumption", source=source)
-    ch.given("B", decode_batch, "sequences in the decode step", kind="assumption", source=source)
+    ch.given("T", q(context_tokens, "token"), "context a decode step attends to", kind="assumption",
+             source=cite("context_tokens"))
+    ch.given("B", decode_batch, "sequences in the decode step", kind="assumption",
+             source=cite("decode_batch"))
     ch.step("F_d", "B*tau*(k*N_a + a*T)", "GFLOP", "decode step FLOPs")
     ch.step("M_d", f"{read_d} + B*((T + tau)*kappa + tau*alpha)", "GB", "decode step bytes")
     ch.step("I_d", "F_d/M_d", "FLOP/byte", "decode intensity")
@@ -257,7 +272,8 @@ def pass_chain(m, acc, gpus_per_replica, weight_bytes_per_param, kv_bytes_per_el
 
 def compute(p) -> Chain:
     return pass_chain(p.model, p.gpu, p.gpus_per_replica, p.weight_bytes_per_param, p.kv_bytes_per_element,
-                      p.prompt_tokens, p.context_tokens, p.decode_batch, p.compute_fraction, p.bandwidth_fraction)
+                      p.prompt_tokens, p.context_tokens, p.decode_batch, p.compute_fraction, p.bandwidth_fraction,
+                      cite=functools.partial(SPEC.source, p))
 
 
 def bound(ch, compute_key, memory_key) -> str:
@@ -495,6 +511,7 @@ def batching(p) -> dict:
 def sweep_prediction(p, sizes, counts) -> dict:
     """The roofline floor of y = x W for the sweep's sizes; `counts(size) -> (flops, bytes)` is the harness's
     own count (utils.measure.flops_counted / bytes_counted), passed in so this module never imports it."""
+    import numpy as np
     k, n = sizes[0]["k"], sizes[0]["n"]
     ms = np.array(sorted(s["m"] for s in sizes), dtype=float)
     chip = _chip(p.gpu)
@@ -572,4 +589,4 @@ def exercises(p, ch: Chain) -> dict:
             "ex3-total": fmt(chunk + seqs, 'token')}
 
 
-SPEC = ChapterSpec("prefill-vs-decode", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)
+SPEC = ChapterSpec("prefill-vs-decode", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED, closed_form=True)

@@ -9,6 +9,8 @@ memory) moves the limit back to DRAM.
 """
 from __future__ import annotations
 
+import functools
+
 from utils import catalog
 from utils.chain import Chain, as_float, memoised
 from utils.chains.bank_conflicts import CLOCK_SOURCE, GUIDE, SM_CLOCK_GHZ
@@ -72,31 +74,35 @@ def rates(gpu, sm_clock_ghz=SM_CLOCK_GHZ, l1_bytes_per_clock=128, wavefront="lin
                  as_float(acc.q("hbm_bandwidth"), "B/s"), wavefront)
 
 
-def walk_chain(gpu, e, clock_ghz, l1_bytes, wavefront, busy, *, source="parameters cell") -> Chain:
+def walk_chain(gpu, e, clock_ghz, l1_bytes, wavefront, busy, *, source="parameters cell", cite=None) -> Chain:
+    """A warp walking down a column, then along a row, on `gpu`: L1 and DRAM shares of peak the profile would show.
+    Each input cites `source`, or cite(parameter name) where given (the page's SPEC.source)."""
+    cite = cite or (lambda _name: source)
     acc = catalog.accelerator(gpu)
     r = rates(acc, clock_ghz, l1_bytes, wavefront)
     walk, fixed = analyse(column_walk(ROW, e), e), analyse(row_walk(ROW, e), e)
     ch = Chain(f"A warp walking down a column of {int(e)}-byte elements, {acc.name}")
     ch.given("n_SM", acc["sm_count"], "SMs")
-    ch.given("f", q(clock_ghz, "GHz"), "SM clock", kind="assumption", source=CLOCK_SOURCE)
+    ch.given("f", q(clock_ghz, "GHz"), "SM clock", kind="assumption", source=cite("sm_clock_ghz"))
     ch.given("W", acc["hbm_bandwidth"], "DRAM (HBM) bandwidth")
-    ch.given("B_L1", q(l1_bytes, "B"), "L1 bytes per SM per clock", kind="assumption", source=L1_SOURCE)
+    ch.given("B_L1", q(l1_bytes, "B"), "L1 bytes per SM per clock", kind="assumption",
+             source=cite("l1_bytes_per_clock"))
     ch.given("b", q(SECTOR, "B"), "bytes per sector", kind="spec", source="CUDA C++ Best Practices Guide")
     ch.given("L", WARP, "lanes per warp", kind="spec", source="CUDA C++ Programming Guide")
-    ch.given("e", q(e, "B"), "bytes per element", kind="assumption", source=source)
+    ch.given("e", q(e, "B"), "bytes per element", kind="assumption", source=cite("bytes_per_element"))
     ch.step("D_c", "W/(n_SM*f)", "B", "DRAM bytes per SM per clock")
     ch.step("R", "B_L1/D_c", "", "how much faster L1 moves bytes than DRAM, per SM")
     ch.given("S", walk.n_sectors, "sectors per request (utils.gpu.coalescing.analyse)", kind="assumption",
              source="utils.gpu.coalescing, column walk")
     ch.given("c_L1", r.l1_cycles(walk), f"L1 cycles per request ({wavefront})", kind="assumption",
-             source=WAVEFRONT_SOURCE)
+             source=cite("wavefront"))
     ch.step("r", "S*b/(L*e)", "", "reuse: each sector served to every element it holds")
     ch.step("c_D", "S*b/(r*D_c)", "", "DRAM cycles per request")
-    ch.given("u", busy, "share of peak of the limiting unit", kind="assumption", source=source)
+    ch.given("u", busy, "share of peak of the limiting unit", kind="assumption", source=cite("busy"))
     ch.step("P_L1", "u*c_L1/Max(c_L1, c_D)", "", "L1 throughput, share of peak")
     ch.step("P_D", "u*c_D/Max(c_L1, c_D)", "", "DRAM throughput, share of peak")
     ch.given("c_L1f", r.l1_cycles(fixed), "L1 cycles per coalesced request", kind="assumption",
-             source=WAVEFRONT_SOURCE)
+             source=cite("wavefront"))
     ch.step("c_Df", "L*e/D_c", "", "DRAM cycles per coalesced request (the same useful bytes)")
     ch.step("P_L1f", "u*c_L1f/Max(c_L1f, c_Df)", "", "L1 throughput after the fix")
     ch.step("P_Df", "u*c_Df/Max(c_L1f, c_Df)", "", "DRAM throughput after the fix")
@@ -105,7 +111,8 @@ def walk_chain(gpu, e, clock_ghz, l1_bytes, wavefront, busy, *, source="paramete
 
 
 def compute(p) -> Chain:
-    return walk_chain(p.gpu, p.bytes_per_element, p.sm_clock_ghz, p.l1_bytes_per_clock, p.wavefront, p.busy)
+    return walk_chain(p.gpu, p.bytes_per_element, p.sm_clock_ghz, p.l1_bytes_per_clock, p.wavefront, p.busy,
+                      cite=functools.partial(SPEC.source, p))
 
 
 def model_agrees(p, ch) -> bool:
@@ -314,4 +321,4 @@ def exercises(p, ch: Chain) -> dict:
     }
 
 
-SPEC = Spec("reading-a-kernel-profile", PARAMETERS, RESULTS, compute, validate=validate)
+SPEC = Spec("reading-a-kernel-profile", PARAMETERS, RESULTS, compute, validate=validate, closed_form=True)

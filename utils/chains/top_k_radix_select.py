@@ -11,8 +11,6 @@ from __future__ import annotations
 import functools
 import math
 
-import numpy as np
-
 from utils import catalog
 from utils.chain import Chain, as_float, memoised
 from utils.gpu.kernels.topk import BUCKETS, DIGIT_BITS, keys, radix_thresholds, radix_topk, reference_topk
@@ -60,21 +58,24 @@ def validate(p):
         raise ParameterError(f"k must be at most the vocabulary of {p.model.name} ({vocab(p.model):,}), got {p.k!r}")
 
 
-def topk_chain(model, gpu, k, bytes_per_logit, batch_rows, launch_us=5.0, *, source="parameters cell",
+def topk_chain(model, gpu, k, bytes_per_logit, batch_rows, launch_us=5.0, *, source="parameters cell", cite=None,
                launch_source=LAUNCH_SOURCE) -> Chain:
+    """Top-k of one row of `model`'s logits on `gpu`: the row's read against a launch, a sort's work against a
+    radix select's. Each input cites `source`, or cite(parameter name) where given (the page's SPEC.source)."""
+    cite = cite or (lambda _name: source)
     mod = catalog.model(model)
     acc = catalog.accelerator(gpu)
     v = mod["vocab_size"]
     ch = Chain(f"Top-{int(k)} of {mod.name}'s logits on {acc.name}")
     ch.given("V", int(v.q.m), "logits per row: the vocabulary", kind=v.kind, source=v.cite)
-    ch.given("b", q(bytes_per_logit, "B"), "bytes per logit", kind="assumption", source=source)
+    ch.given("b", q(bytes_per_logit, "B"), "bytes per logit", kind="assumption", source=cite("bytes_per_logit"))
     ch.step("S", "V*b", "MB", "bytes in one row")
     ch.given("W", acc["hbm_bandwidth"], "HBM bandwidth")
     ch.step("t_r", "S/W", "us", "time to read one row at HBM bandwidth")
     ch.given("t_L", q(launch_us, "us"), "one kernel launch", kind="assumption",
              source=launch_source)
     ch.step("rho", "t_r/t_L", "", "one row's read over one launch")
-    ch.given("R", int(batch_rows), "rows per launch", kind="assumption", source=source)
+    ch.given("R", int(batch_rows), "rows per launch", kind="assumption", source=cite("batch_rows"))
     ch.step("t_B", "R*S/W", "us", "time to read the batch at HBM bandwidth")
     ch.solve("R_x", "R_x*S/W = t_L", "", "rows at which a pass's read takes as long as a launch")
     if acc.get("l2_cache") is not None:
@@ -93,7 +94,7 @@ def topk_chain(model, gpu, k, bytes_per_logit, batch_rows, launch_us=5.0, *, sou
 
 def compute(p) -> Chain:
     return topk_chain(p.model, p.gpu, p.k, p.bytes_per_logit, p.batch_rows, p.launch_us,
-                      launch_source=SPEC.source(p, "launch_us"))
+                      launch_source=SPEC.source(p, "launch_us"), cite=functools.partial(SPEC.source, p))
 
 
 def chain_numbers(p, ch) -> dict:
@@ -117,16 +118,20 @@ def chain_numbers(p, ch) -> dict:
 
 
 # --- the order, and the reference a radix select must match -------------------------------------------
-PROBE = np.array([-np.inf, -3.4e38, -1.5, -1e-45, -0.0, 0.0, 1e-45, 1.5, 3.4e38, np.inf], np.float32)
+def probe():
+    """The special float32 values: infinities, the extremes, the denormals and the two zeros."""
+    import numpy as np
+    return np.array([-np.inf, -3.4e38, -1.5, -1e-45, -0.0, 0.0, 1e-45, 1.5, 3.4e38, np.inf], np.float32)
 
 
 def key_table() -> list[tuple]:
     """(float, bits, key, top byte) for the special values; the keys are in the floats' order."""
-    pk = keys(PROBE)
+    import numpy as np
+    pk = keys(probe())
     rest = np.delete(pk, 4)
     assert pk[4] == pk[5] and all(int(a) < int(b) for a, b in zip(rest[:-1], rest[1:]))
     return [(f"{v:.4g}", f"{int(b):08x}", f"{int(kk):08x}", str(int(kk) >> 24))
-            for v, b, kk in zip(PROBE.tolist(), PROBE.view(np.uint32), pk)]
+            for v, b, kk in zip(probe().tolist(), probe().view(np.uint32), pk)]
 
 
 FUZZ_KINDS = ("Gaussian", "few integers", "special values", "fp16-rounded Gaussian")
@@ -134,6 +139,7 @@ FUZZ_KINDS = ("Gaussian", "few integers", "special values", "fp16-rounded Gaussi
 
 def fuzz_cases(seed=2026, per_kind=40):
     """Seeded rows built to break a select: (kind, rows, k), random length and k."""
+    import numpy as np
     rng = np.random.default_rng(seed)
     for kind in FUZZ_KINDS:
         for _ in range(per_kind):
@@ -145,7 +151,7 @@ def fuzz_cases(seed=2026, per_kind=40):
             elif kind == "few integers":
                 x = rng.integers(-3, 4, (rows, n)).astype(np.float32)
             elif kind == "special values":
-                x = rng.choice(PROBE, (rows, n))
+                x = rng.choice(probe(), (rows, n))
             else:
                 x = (4 * rng.standard_normal((rows, n))).astype(np.float16).astype(np.float32)
             yield kind, x, k
@@ -154,6 +160,7 @@ def fuzz_cases(seed=2026, per_kind=40):
 def fuzz_matches(seed=2026) -> dict:
     """{kind: rows} of the fuzzed rows on which the numpy radix select returned the stable sort's indices
     and values exactly; raises AssertionError on the first row where it does not."""
+    import numpy as np
     seen = dict.fromkeys(FUZZ_KINDS, 0)
     for kind, x, k in fuzz_cases(seed):
         (v1, i1), (v0, i0) = radix_topk(x, k), reference_topk(x, k)
@@ -162,14 +169,16 @@ def fuzz_matches(seed=2026) -> dict:
     return seen
 
 
-def logit_rows(n_rows, vocab_size, seed=7) -> np.ndarray:
+def logit_rows(n_rows, vocab_size, seed=7):
     """fp16-rounded Gaussian logits (ties in the top k, as real logits have), seeded."""
+    import numpy as np
     g = np.random.default_rng(seed)
     return (4 * g.standard_normal((n_rows, vocab_size))).astype(np.float16).astype(np.float32)
 
 
 def trace(p, n_rows=8) -> dict:
     """The four passes on rows as long as the vocabulary: elements histogrammed per pass, ties resolved."""
+    import numpy as np
     x = logit_rows(n_rows, vocab(p.model))
     _, _, visited = radix_thresholds(keys(x), p.k)
     v_ref, i_ref = reference_topk(x, p.k)
@@ -181,7 +190,11 @@ def trace(p, n_rows=8) -> dict:
 
 # --- two shapes: small k and large k ---------------------------------------------------------------
 def heap_work(vocab_size, k):
-    """A register heap: one compare per element plus the expected insertions k ln(V/k), each about log2 k."""
+    """A register heap: one compare per element plus the expected insertions k ln(V/k), each about log2 k. A
+    count gives a float (no numpy: triton-vs-cuda's chain), an array of counts an array (the curves)."""
+    if isinstance(k, (int, float)):
+        return vocab_size + k * math.log(max(vocab_size / k, 1.0)) * max(math.log2(k), 1.0)
+    import numpy as np
     k = np.asarray(k, dtype=float)
     return vocab_size + k * np.log(np.maximum(vocab_size / k, 1.0)) * np.maximum(np.log2(k), 1.0)
 
@@ -216,6 +229,7 @@ def claim_chain(batch_rows=1) -> Chain:
 
 
 def claims() -> list[Claim]:
+    import numpy as np
     cc, cb = claim_chain(), claim_chain(64)
     S = as_float(cc["S"], "B")
     half = abs(S / CLAIM["row_bytes"] - 1) < 0.1 and abs(S / 2**19 - 1) < 0.1    # half a MB, either unit
@@ -234,7 +248,8 @@ def claims() -> list[Claim]:
               derived=f"{fmt(cc['S'].to('MB'))} ({fmt(cc['S'].to('MiB'))}) per fp32 row of {llama}'s "
                       f"{fmt(cc['V'])} vocabulary, read in {fmt(cc['t_r'].to('ns'))}, {pct(cc['rho'])} of a launch",
               verdict=READING if half and small else WRONG,
-              reading=f"one row, of a vocabulary of about {fmt(cc['V'])} (Llama-3, DeepSeek-V3) in fp32, the "
+              reading=f"'A row of logits is half a megabyte' read as one row, of a vocabulary "
+                      f"of about {fmt(cc['V'])} (Llama-3, DeepSeek-V3) in fp32, the "
                       f"precision logits are sampled in",
               nearest_true="" if half and small else "see the check",
               reason=f"A row of {llama}'s vocabulary in fp32 is {fmt(cc['S'].to('MB'))} "
@@ -257,6 +272,7 @@ def claims() -> list[Claim]:
 
 def sort_compares_counted(n=16384, seed=3) -> int:
     """A second route to V log2 V: the compares of a real comparison sort (Python's) on n random values."""
+    import numpy as np
     count = [0]
 
     def cmp(a, b):
@@ -296,6 +312,7 @@ def reading_rows(readings) -> list[tuple]:
 # --- figure, what changes, exercises ------------------------------------------------------------
 def work_curves(ch) -> dict:
     """Work per row against k: the sort, the select (full scans and compacted), the heap up to its cap."""
+    import numpy as np
     V, P = int(as_float(ch["V"], "")), int(as_float(ch["P"], ""))
     kgrid = np.unique(np.logspace(0, np.log10(V), 200).astype(int))
     fit = kgrid <= K_REG
@@ -305,6 +322,7 @@ def work_curves(ch) -> dict:
 
 def pass_curves(ch) -> dict:
     """One pass over a batch against one launch, in µs, against rows per launch."""
+    import numpy as np
     rows = np.unique(np.logspace(0, 3, 100).astype(int))
     S, W = as_float(ch["S"], "B"), as_float(ch["W"], "B/s")
     out = dict(rows=rows, t_pass=rows * S / W * 1e6, t_launch=as_float(ch["t_L"], "us"), R_x=as_float(ch["R_x"], ""))
@@ -335,4 +353,4 @@ def exercises(p, ch) -> dict:
     }
 
 
-SPEC = Spec("top-k-radix-select", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)
+SPEC = Spec("top-k-radix-select", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED, closed_form=True)

@@ -15,7 +15,7 @@ torch) are on the page, not here.
 """
 from __future__ import annotations
 
-import numpy as np
+import functools
 
 from utils import catalog
 from utils.chain import Chain, as_float, memoised
@@ -66,12 +66,17 @@ RESULTS = (
 
 
 def compile_chain(gpu, n_elements, bytes_per_element, n_ops, n_blocks, launch_overhead_us, graph_breaks,
-                  break_overhead_us, compile_s, recompile_limit, *, source="parameters cell") -> Chain:
+                  break_overhead_us, compile_s, recompile_limit, *, source="parameters cell", cite=None) -> Chain:
+    """A training step's non-matmul time on `gpu`: eager, Inductor, CUDA graphs, graph breaks, a recompile. Each
+    input cites `source` (the three this book assumes or reads, their own), or cite(parameter name) where given
+    (the page's SPEC.source)."""
+    own = {"break_overhead_us": BREAK_SRC, "compile_s": COMPILE_SRC, "recompile_limit": LIMIT_SRC}
+    cite = cite or (lambda name: own.get(name, source))
     acc = gpu if hasattr(gpu, "key") else catalog.accelerator(gpu)
     blk = fusion_chain(acc, n_elements, bytes_per_element, n_ops, launch_overhead_us, source=source)
     ch = Chain(f"{int(n_blocks)} blocks of {int(n_ops)} elementwise operations on {short(n_elements)} "
                f"elements, forward and backward, {acc.name}")
-    ch.given("L", int(n_blocks), "blocks, each run forward and backward", kind="assumption", source=source)
+    ch.given("L", int(n_blocks), "blocks, each run forward and backward", kind="assumption", source=cite("n_blocks"))
     ch.given("t_u", blk["t_u"], "one eager block: k launches plus 2kNe bytes", kind="derived",
              source="the kernel-fusion chain")
     ch.given("t_f", blk["t_f"], "one fused block: one launch plus 2Ne bytes", kind="derived",
@@ -85,16 +90,17 @@ def compile_chain(gpu, n_elements, bytes_per_element, n_ops, n_blocks, launch_ov
     ch.step("t_G", "2*t_L + 2*L*M_f/W", "ms", "CUDA graphs: the forward and the backward graph, one launch each")
     ch.step("S_I", "t_E/t_I", "", "fusion's speedup")
     ch.step("S_G", "t_E/t_G", "", "speedup with CUDA graphs")
-    ch.given("b", int(graph_breaks), "graph breaks in the step", kind="assumption", source=source)
+    ch.given("b", int(graph_breaks), "graph breaks in the step", kind="assumption", source=cite("graph_breaks"))
     ch.given("t_b", q(break_overhead_us, "us"), "cost of one break besides its graph's launch",
-             kind="assumption", source=BREAK_SRC)
+             kind="assumption", source=cite("break_overhead_us"))
     ch.step("t_B", "2*(b + 1)*t_L + b*t_b + 2*L*M_f/W", "ms",
             "CUDA graphs with the breaks: b + 1 graphs forward, as many backward")
     ch.step("S_B", "t_E/t_B", "", "speedup with the breaks")
-    ch.given("c", q(compile_s, "s"), "compile time of one graph", kind="assumption", source=COMPILE_SRC)
+    ch.given("c", q(compile_s, "s"), "compile time of one graph", kind="assumption",
+             source=cite("compile_s"))
     ch.step("n_r", "c/(t_E - t_G)", "", "steps a recompile must run to repay itself")
     ch.given("R", int(recompile_limit), "recompile limit (compiled entries per frame)", kind="spec",
-             source=LIMIT_SRC)
+             source=cite("recompile_limit"))
     ch.step("n_s", "R", "", "distinct shapes a frame compiles before it runs eagerly (dynamic=False): entries >= R")
     return ch
 
@@ -105,7 +111,7 @@ def _args(p) -> dict:
 
 
 def compute(p) -> Chain:
-    return compile_chain(**_args(p))
+    return compile_chain(**_args(p), cite=functools.partial(SPEC.source, p))
 
 
 # --- the claim ------------------------------------------------------------------------------------
@@ -176,6 +182,7 @@ def stage_rows(ch: Chain) -> list[list[str]]:
 
 def break_curve(p, breaks) -> dict:
     """Speedup over eager against graph breaks in the step (CUDA graphs on), and fusion alone for scale."""
+    import numpy as np
     base = _args(p)
     s = [as_float(compile_chain(**{**base, "graph_breaks": int(b)})["S_B"], "") for b in breaks]
     ch = compute(p)
@@ -208,4 +215,4 @@ def exercises(p, ch: Chain) -> dict:
                                                                   as_float(fp32["L"], "") * int(p["n_ops"]))}
 
 
-SPEC = Spec("torch-compile", PARAMETERS, RESULTS, compute)
+SPEC = Spec("torch-compile", PARAMETERS, RESULTS, compute, closed_form=True)

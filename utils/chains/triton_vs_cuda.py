@@ -93,7 +93,7 @@ def parts(gpu, model, k, launch_us) -> dict:
     )
 
 
-def gaps_chain(gpu, model, k, launch_us, *, source="parameters cell") -> Chain:
+def gaps_chain(gpu, model, k, launch_us) -> Chain:
     acc = catalog.accelerator(gpu)
     mod = catalog.model(model)
     pt = parts(acc, mod, k, launch_us)
@@ -267,4 +267,4 @@ def exercises(p, ch: Chain) -> dict:
     }
 
 
-SPEC = Spec("triton-vs-cuda", PARAMETERS, RESULTS, compute, validate=validate)
+SPEC = Spec("triton-vs-cuda", PARAMETERS, RESULTS, compute, validate=validate, closed_form=True)

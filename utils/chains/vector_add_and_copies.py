@@ -7,6 +7,7 @@ set the ratio. The launch (blocks, idle lanes, waves) is CUDA's arithmetic on th
 """
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -81,13 +82,16 @@ def validate(p):
 
 
 def vector_add_chain(n_elements, block_size, acc, ic, dtype_bytes, link_efficiency, *,
-                     source="parameters cell", eff_source=LINK_EFF_SOURCE) -> Chain:
+                     source="parameters cell", cite=None, eff_source=LINK_EFF_SOURCE) -> Chain:
+    """The add's launch and its HBM floor on `acc`, against the copies over `ic`. Each input cites `source`, or
+    cite(parameter name) where given (the page's SPEC.source)."""
+    cite = cite or (lambda _name: source)
     acc = catalog.accelerator(acc)
     ic = catalog.interconnect(ic)
     ch = Chain(f"{short(n_elements)}-element add on {acc.name}, copies over {ic.name}")
-    ch.given("n", float(n_elements), "elements per vector", kind="assumption", source=source)
-    ch.given("e", q(dtype_bytes, "B"), "bytes per element", kind="assumption", source=source)
-    ch.given("B", int(block_size), "threads per block (blockDim.x)", kind="assumption", source=source)
+    ch.given("n", float(n_elements), "elements per vector", kind="assumption", source=cite("n_elements"))
+    ch.given("e", q(dtype_bytes, "B"), "bytes per element", kind="assumption", source=cite("dtype_bytes"))
+    ch.given("B", int(block_size), "threads per block (blockDim.x)", kind="assumption", source=cite("block_size"))
     ch.given("w", 32, "threads per warp", kind="spec", source=CUDA_GUIDE)
     sms, sms_source = sm_count(acc)
     if sms_source:
@@ -118,7 +122,7 @@ def vector_add_chain(n_elements, block_size, acc, ic, dtype_bytes, link_efficien
 
 def compute(p) -> Chain:
     return vector_add_chain(p.n_elements, p.block_size, p.gpu, p.link, p.dtype_bytes, p.link_efficiency,
-                            eff_source=SPEC.source(p, "link_efficiency"))
+                            eff_source=SPEC.source(p, "link_efficiency"), cite=functools.partial(SPEC.source, p))
 
 
 def ratio_of(gpu, link, eff, n=100e6, e=4, *, source="the claim") -> float:
@@ -292,4 +296,4 @@ def exercises(p, ch: Chain) -> dict:
     }
 
 
-SPEC = Spec("vector-add-and-copies", PARAMETERS, RESULTS, compute, validate=validate)
+SPEC = Spec("vector-add-and-copies", PARAMETERS, RESULTS, compute, validate=validate, closed_form=True)
