@@ -5,7 +5,8 @@ import pytest
 from utils import catalog, chains
 from utils.chains import activation_recompute as ar
 from utils.params import ParameterError
-from utils.verdicts import HOLDS
+from utils.units import q
+from utils.verdicts import READING
 
 
 def test_the_table_is_korthikantis_formula():
@@ -14,9 +15,13 @@ def test_the_table_is_korthikantis_formula():
     assert (t["n_width"], t["n_mask_w"], t["n_score"], t["n_mask_s"]) == (16, 2, 2, 1)
 
 
-def test_claim_holds_with_the_llama_figure_beside_the_papers():
+def test_claim_holds_under_the_fused_attention_reading_with_the_llama_figure_beside_the_papers():
     (c,) = ar.claims()
-    assert c.verdict == HOLDS
+    assert c.verdict == READING
+    pieces = c.reading.split('"')[1::2]
+    assert pieces == [ar.MEMORY_WORDS, ar.CHEAP_WORDS] and all(w in ar.CLAIM_QUOTE for w in pieces)
+    r = dict(ar.checks()["readings"])
+    assert sorted({ar.orders(x) for x in r.values()}) == [1, 2]       # the scores stored: two orders, not one
     ck = ar.checks()
     r = dict(ck["readings"])
     ch = ck["chain"]
@@ -86,3 +91,49 @@ def test_the_coefficients_are_the_symbolic_sum_s():
                                 + a * s**2 * b * (t["n_score"] * p + t["n_mask_s"]))) == 0
     assert sp.simplify(layer.subs(p, 2) - s * b * h * (34 + 5 * a * s / h)) == 0
     assert ar.layer_bytes(2, 512, 1, 64, 8) == int(layer.subs({p: 2, s: 512, b: 1, h: 64, a: 8}))
+
+
+def test_inputs_show_their_parameters_sources_until_a_reader_changes_them():
+    spec = {p.name: p.source for p in ar.PARAMETERS}
+    rows = {r.name: r.source for r in ar.compute(chains.check("activation-recompute")).rows}
+    assert rows["s"] == spec["seq_len"] and rows["t"] == spec["tensor_parallel"] and rows["P"] == spec["pipeline_parallel"]
+    rows = {r.name: r.source for r in ar.compute(chains.check("activation-recompute", seq_len=4096)).rows}
+    assert rows["s"] == "parameters cell"
+
+
+def test_a_state_that_does_not_fit_gives_its_shortfall_and_the_largest_model_that_fits():
+    """Too few GPUs for the state: refused (no activation budget, micro-batch or sequence for it), naming the
+    shortfall, the largest model the layout holds and the fewest stages that hold this one, which fit."""
+    with pytest.raises(ParameterError, match=r"does not fit: it takes .* more than the usable .* the largest model "
+                                             r"whose state fits 8 x 1 GPUs is .* needs pipeline_parallel >= 2"):
+        chains.derive("activation-recompute", pipeline_parallel=1)
+    acc = catalog.accelerator("h100-sxm")
+    usable = 0.9 * acc.q("hbm_capacity").to("byte").m
+    assert ar.state_shortfall(q(0.999 * usable * 8 / 16, "parameter"), 16.0, 8, 1, acc, 0.9) == ""
+    assert ar.state_shortfall(q(1.001 * usable * 8 / 16, "parameter"), 16.0, 8, 1, acc, 0.9)
+    assert chains.derive("activation-recompute", pipeline_parallel=2)["hbm_left_per_gpu"].m > 0
+
+
+def test_when_nothing_fits_the_page_gives_the_shortfall_and_the_longest_sequence_that_does():
+    p = chains.check("activation-recompute", seq_len=4 * 131072)
+    ch = ar.compute(p)
+    assert ar.strategy(ch) == "nothing fits"
+    short, s_f = ar.full_recompute_limit(ch)
+    assert short.m > 0 and f"{s_f:,} tokens" in ar.prose(ch, p)["p-verdict"]
+    fits = ar.compute(chains.check("activation-recompute", seq_len=s_f))
+    assert ar.strategy(fits) != "nothing fits"
+    assert ar.strategy(ar.compute(chains.check("activation-recompute", seq_len=s_f + 1))) == "nothing fits"
+
+
+def test_the_tie_point_uses_the_achieved_ridge():
+    """No rate at the datasheet's peaks: the ridge is eta_P R / (eta_W B), the shares the reader can change."""
+    from utils.roofline import FRACTIONS
+    ch = ar.compute(chains.check("activation-recompute"))
+    ridge = (ch["R"] / ch["B"]).to("FLOP/byte").m
+    assert ch["I_r"].to("FLOP/byte").m == pytest.approx(FRACTIONS[0] / FRACTIONS[1] * ridge)
+    rows = {r.name: r for r in ch.rows}
+    assert rows["eta_P"].kind == rows["eta_W"].kind == "measured-by-others"
+    roof = ar.compute(chains.check("activation-recompute", compute_fraction=1.0, bandwidth_fraction=1.0))
+    assert roof["I_r"].to("FLOP/byte").m == pytest.approx(ridge)
+    slower = chains.derive("activation-recompute", bandwidth_fraction=0.5)
+    assert slower["min_micro_batch_tokens"] > chains.derive("activation-recompute")["min_micro_batch_tokens"]

@@ -6,13 +6,15 @@ from utils import catalog, chains
 from utils.chains import cost_per_training_token as cost
 from utils.models import kv_bytes_per_token, param_count
 from utils.params import ParameterError
-from utils.verdicts import READING
+from utils.verdicts import UNCHECKABLE
 
 
 def test_training_token_claim_at_the_contract_rate():
     judged = {c.name: c for c in cost.claims()}
     c = judged["training-token"]
-    assert c.verdict == READING and "contract rate" in c.reading
+    # the source names no GPU price: the claim implies one, and the book's figure at the contract rate is its own
+    assert c.verdict == UNCHECKABLE and "names no price" in c.reason and "contract rate" in c.reason
+    assert cost.checks()["r_star"].to("USD/hour").m == pytest.approx(0.75e-6 * 0.4 * 989.4e12 * 3600 / (6 * 70e9))
     cc = cost.claim_chain()
     # 6 x 70e9 FLOP / (0.4 x 989.4e12 FLOP/s) x 2.35 USD / 3600 s
     assert cc["c_t"].to("USD/token").m == pytest.approx(6 * 70e9 / (0.4 * 989.4e12) * 2.35 / 3600, rel=1e-12)
@@ -30,7 +32,7 @@ def test_cheaper_holds_only_for_generated_tokens_at_small_batch_or_long_context(
     ck = cost.checks()
     assert ck["cc"]["rho"].m > 1 and ck["wonly"]["rho"].m < 1
     assert (ck["cc"]["c_p"] / ck["cc"]["c_t"]).m == pytest.approx(1 / 3)
-    assert {c.name: c for c in cost.claims()}["cheaper"].verdict == READING
+    assert {c.name: c for c in cost.claims()}["cheaper"].verdict == UNCHECKABLE   # no batch or context given
 
 
 def test_llama3_model_card_route():
@@ -73,3 +75,26 @@ def test_properties():
     bigger = chains.derive("cost-per-training-token", decode_batch=128)
     assert bigger["usd_per_inference_token"] < base["usd_per_inference_token"]
     assert base["usd_per_prompt_token"].m == pytest.approx(base["usd_per_training_token"].m / 3)
+
+
+def test_decode_reads_hbm_at_the_shared_achieved_share():
+    """No decode rate at the datasheet bandwidth: the default is the catalog's measured share, shown with its
+    kind, and 1 (the roofline floor) is a definition, not a default."""
+    from utils.roofline import ACHIEVED
+    default = next(p for p in cost.PARAMETERS if p.name == "decode_bandwidth_efficiency").default
+    assert default == float(ACHIEVED.q("hbm_bandwidth").m) < 1
+    row = {r.name: r for r in cost.compute(chains.check("cost-per-training-token")).rows}["e_W"]
+    assert row.kind == "measured-by-others"
+    base = chains.derive("cost-per-training-token")
+    floor = chains.derive("cost-per-training-token", decode_bandwidth_efficiency=1.0)
+    assert base["usd_per_inference_token"] > floor["usd_per_inference_token"]
+
+
+def test_inputs_show_their_parameters_sources_until_changed():
+    rows = {r.name: r for r in cost.compute(chains.check("cost-per-training-token")).rows}
+    sources = {p.name: p.source for p in cost.PARAMETERS}
+    assert rows["D"].source == sources["n_tokens"] and rows["B"].source == sources["decode_batch"]
+    assert rows["u"].source == sources["mfu"] and "Table 4" in rows["u"].source
+    changed = {r.name: r for r in cost.compute(chains.check("cost-per-training-token", decode_batch=32, mfu=0.3)).rows}
+    assert changed["B"].source == changed["u"].source == "parameters cell"
+    assert changed["D"].source == sources["n_tokens"]

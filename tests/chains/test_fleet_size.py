@@ -5,7 +5,7 @@ from utils import catalog, chains
 from utils.chains import fleet_size
 from utils.models import param_count
 from utils.params import ParameterError
-from utils.verdicts import HOLDS, UNCHECKABLE
+from utils.verdicts import READING, UNCHECKABLE
 
 
 def test_the_count_cannot_be_checked_without_a_run_length():
@@ -17,9 +17,17 @@ def test_the_count_cannot_be_checked_without_a_run_length():
     assert "6,200" in judged["fleet-size"].reason               # computed, not typed
 
 
-def test_headroom_then_power_of_two_holds():
+def quoted(text: str) -> list[str]:
+    """The pieces of a reading in double quotation marks."""
+    return text.split('"')[1::2]
+
+
+def test_headroom_holds_under_a_reading_that_quotes_the_source():
     judged = {c.name: c for c in fleet_size.claims()}
-    assert judged["headroom"].verdict == HOLDS
+    assert judged["headroom"].verdict == READING
+    pieces = quoted(judged["headroom"].reading)
+    assert len(pieces) == 2 and all(w in fleet_size.QUOTE for w in pieces)   # the source's own words
+    assert fleet_size.RUN_WORDS in fleet_size.QUOTE and fleet_size.HEADROOM_WORDS in fleet_size.QUOTE
     ck = fleet_size.checks()
     assert ck["claimed_planned"].m == 8192 and ck["month"]["N_2"].m == 8192
     assert ck["reliability"]["overhead"] == pytest.approx(1 / 0.9 - 1) and ck["reliability"]["overhead"] < 0.15
@@ -135,3 +143,22 @@ def test_default_basis_is_the_identity_and_others_shrink_the_mfu():
 def test_bad_mfu_basis_refused():
     with pytest.raises(ParameterError, match="mfu_basis"):
         chains.derive("fleet-size", mfu_basis="model")
+
+
+def test_inputs_show_their_parameters_sources_until_a_reader_changes_them():
+    def sources(**changes):
+        ch = fleet_size.compute(chains.check("fleet-size", **changes))
+        return {r.name: r.source for r in ch.rows}
+    spec = {p.name: p.source for p in fleet_size.PARAMETERS}
+    at_default = sources()
+    assert at_default["D"] == spec["n_tokens"] and at_default["u"] == spec["mfu"]
+    assert at_default["T"] == spec["run_days"] and at_default["h"] == spec["headroom"]
+    assert at_default["n_g"] == spec["gpus_per_node"]
+    changed = sources(mfu=0.35, run_days=60.0, headroom=0.1, n_tokens=10e12, gpus_per_node=4)
+    assert {changed[k] for k in ("D", "u", "T", "h", "n_g")} == {"parameters cell"}
+
+
+def test_palms_published_mfu_is_shown_as_measured_by_others():
+    """PaLM's 46.2% is what its authors measured: the chain shows it with the catalog's kind, never as an assumption."""
+    row = {r.name: r for r in fleet_size.palm_fleet().rows}["u_b"]
+    assert row.kind == "measured-by-others" == catalog.run(fleet_size.PALM_RUN)["mfu"].kind

@@ -4,7 +4,8 @@ import pytest
 from utils import chains
 from utils.chains import frontier_run_400b as frontier
 from utils.params import ParameterError
-from utils.verdicts import HOLDS, UNCHECKABLE
+from utils.units import q
+from utils.verdicts import HOLDS, UNCHECKABLE, rounds_to
 
 
 def test_compute_and_days_hold_at_the_sources_mfu():
@@ -58,3 +59,16 @@ def test_properties():
     slow = chains.derive("frontier-run-400b", checkpoint_write_gb_per_s=200.0)
     assert slow["checkpoint_interval"].m == pytest.approx(base["checkpoint_interval"].m * 10 ** 0.5)
     assert slow["wall_clock_days"] > base["wall_clock_days"]
+
+
+def test_the_claimed_numbers_hold_by_their_own_rounding():
+    ch = frontier.checks()["chain"]
+    assert rounds_to(ch["C"], q(2.4e25, "FLOP"), 2) and rounds_to(ch["T"], q(43, "day"), 2)
+    assert not rounds_to(ch["T"], q(44, "day"), 2)
+
+
+def test_rows_show_the_parameters_sources_at_their_defaults():
+    rows = {r.name: r for r in frontier.compute(chains.check("frontier-run-400b")).rows}
+    assert rows["N_gpu"].source == "the claim (16,384 H100s)" and rows["t_r"].source != "parameters cell"
+    rows = {r.name: r for r in frontier.compute(chains.check("frontier-run-400b", n_gpus=8192, restart_minutes=5.0)).rows}
+    assert rows["N_gpu"].source == rows["t_r"].source == "parameters cell" and rows["N_gpu"].kind == "assumption"

@@ -4,6 +4,7 @@ import pytest
 from utils import chains
 from utils.chains import grpo_rollout_cost as grpo
 from utils.params import ParameterError
+from utils.roofline import FRACTIONS
 from utils.verdicts import READING
 
 SLUG = "grpo-rollout-cost"
@@ -11,7 +12,8 @@ SLUG = "grpo-rollout-cost"
 
 def test_claim_holds_under_the_gpu_time_reading():
     (c,) = grpo.claims()
-    assert c.verdict == READING and c.reading
+    assert c.verdict == READING and c.reading.startswith("'moves the cost from the learner to rollouts and rewards'")
+    assert c.reading.split("'")[1] in grpo.QUOTE
     ch = grpo.compute(chains.check(SLUG))
     assert ch["s_h"].m > 0.5 > ch["s_g"].m          # held time, not work, carries the claim
     assert ch["F_u"].m > ch["F_g"].m                # in FLOPs the learner still does more
@@ -46,8 +48,25 @@ def test_bad_inputs_are_refused(kw, name):
         chains.derive(SLUG, **kw)
 
 
-def test_seeded():
+def test_seeded_and_within_its_error_on_every_seed():
     assert chains.derive(SLUG)["simulated_longest_of_group"] == chains.derive(SLUG)["simulated_longest_of_group"]
+    spread = grpo.seed_spread(chains.check(SLUG))
+    assert len(spread["runs"]) == grpo.SEEDS and spread["every_seed"]
+    assert spread["lo"] < spread["exact"] < spread["hi"]
+
+
+def test_simulation_memory_does_not_grow_with_the_prompts():
+    # a million prompts of sixteen samples draws what sixty-four do: a group's longest at a time
+    big = chains.derive(SLUG, n_prompts=1000000)
+    assert big["simulated_longest_of_group"] == chains.derive(SLUG)["simulated_longest_of_group"]
+    assert big["expected_longest_of_step"].m == pytest.approx(16384, rel=1e-6)
+
+
+def test_decode_runs_at_the_achieved_share():
+    d = grpo.SPEC.defaults()
+    assert (d["compute_fraction"], d["bandwidth_fraction"]) == FRACTIONS
+    base, roof = chains.derive(SLUG), chains.derive(SLUG, bandwidth_fraction=1.0, compute_fraction=1.0)
+    assert base["rollout_held_share"] > roof["rollout_held_share"]       # slower decode: more GPU-time held
 
 
 def test_balancing_the_split_never_raises_async_idle():

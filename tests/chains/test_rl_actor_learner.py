@@ -1,9 +1,12 @@
-"""rl-actor-learner: the broadcast figure matched, the published figures, refusals and properties."""
+"""rl-actor-learner: the broadcast figure matched, the published figures, the achieved shares, a plan that does
+not fit, refusals and properties."""
 import pytest
 
 from utils import catalog, chains
 from utils.chains import rl_actor_learner as rl
 from utils.params import ParameterError
+from utils.roofline import FRACTIONS
+from utils.training.collectives import LINK_FRACTIONS
 from utils.verdicts import UNCHECKABLE
 
 SLUG = "rl-actor-learner"
@@ -21,12 +24,34 @@ def test_claim_is_matched_not_checked():
 
 def test_published_figures():
     r = chains.derive(SLUG)
-    assert r["broadcast_time"].to("s").m == pytest.approx(141.107e9 / 50e9, rel=1e-4)   # bytes over one NDR port
+    # bytes over one NDR port at NCCL's measured share of it
+    assert r["broadcast_time"].to("s").m == pytest.approx(141.107e9 / (LINK_FRACTIONS[1] * 50e9), rel=1e-4)
     assert r["broadcast_time_sharded"].m == pytest.approx(r["broadcast_time"].m / 8)
     assert r["balanced_actor_learner_ratio"].m == pytest.approx(
         r["train_tokens_per_gpu"].m / r["decode_tokens_per_gpu"].m)
-    assert r["balanced_actor_learner_ratio"].m == pytest.approx(0.2964, abs=1e-4)
+    assert r["balanced_actor_learner_ratio"].m == pytest.approx(0.3423, abs=1e-4)
     assert r["learner_idle_fraction"].m + r["actor_idle_fraction"].m > 1     # they overlap in the broadcast
+
+
+def test_no_rate_at_a_datasheet_peak():
+    d = rl.SPEC.defaults()
+    assert (d["compute_fraction"], d["bandwidth_fraction"]) == FRACTIONS
+    assert (d["nvlink_fraction"], d["fabric_fraction"]) == LINK_FRACTIONS
+    base = chains.derive(SLUG)
+    roof = chains.derive(SLUG, compute_fraction=1.0, bandwidth_fraction=1.0, fabric_fraction=1.0)
+    # decode is bandwidth-bound here, so its rate scales with the HBM share; the broadcast with the fabric's
+    assert base["decode_tokens_per_gpu"].m == pytest.approx(FRACTIONS[1] * roof["decode_tokens_per_gpu"].m)
+    assert base["broadcast_time"].m == pytest.approx(roof["broadcast_time"].m / LINK_FRACTIONS[1])
+    assert base["train_tokens_per_gpu"] == roof["train_tokens_per_gpu"]          # the learner's MFU is its own
+
+
+def test_a_plan_that_does_not_fit_names_the_largest_batch_that_does():
+    with pytest.raises(ParameterError, match=r"more than .* the largest batch that fits is 864") as e:
+        chains.derive(SLUG, decode_batch=2048)
+    fits = chains.derive(SLUG, decode_batch=864)
+    assert fits["decode_tokens_per_gpu"].m > 0 and "decode_batch" in str(e.value)
+    with pytest.raises(ParameterError):
+        chains.derive(SLUG, decode_batch=865)
 
 
 def test_sync_optimum_is_the_square_root():

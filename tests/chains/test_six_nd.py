@@ -58,3 +58,28 @@ def test_flop_counter_route_is_exact():
     pytest.importorskip("torch")
     from utils.training.tiny_gpt import count_training_step
     assert six_nd.flop_count_check(count_training_step())["ratio"] == pytest.approx(1, abs=1e-12)
+
+
+def test_claim_holds_by_its_two_figures_on_every_reading_of_n():
+    from utils.verdicts import rounds_to
+    k = flops_per_parameter_token()["train"]
+    readings = six_nd.n_readings()
+    assert set(readings) == {"nominal", "counted, multiplied per token", "counted, all parameters"}
+    for n in readings.values():                       # 6.30e24, 6.26e24, 6.35e24 (6.3498e24): each 6.3e24
+        assert rounds_to(k * n * 15e12, 6.3e24, 2)
+    assert not rounds_to(k * 71e9 * 15e12, 6.3e24, 2)  # 6.39e24 is 6.4e24 at two figures: the check can fail
+    assert all(w in open_spec_words() for w in six_nd.INPUT_WORDS)
+
+
+def open_spec_words() -> str:
+    """The cost paragraph the claim's N and D come from, as the chapter quotes it (the same source)."""
+    from utils.chains import cost_per_training_token
+    return cost_per_training_token.QUOTES["token"]
+
+
+def test_inputs_show_their_parameters_sources_until_a_reader_changes_them():
+    rows = {r.name: r.source for r in six_nd.compute(chains.check("six-nd")).rows}
+    spec = {p.name: p.source for p in six_nd.PARAMETERS}
+    assert rows["D"] == spec["n_tokens"] and rows["T"] == spec["context_tokens"]
+    rows = {r.name: r.source for r in six_nd.compute(chains.check("six-nd", n_tokens=1e12, context_tokens=4096)).rows}
+    assert rows["D"] == rows["T"] == "parameters cell"

@@ -110,3 +110,45 @@ def test_zero_bytes_fall_with_each_stage_and_with_nd():
 def test_bad_zero_inputs_refused(name, value):
     with pytest.raises(ParameterError, match=name):
         chains.derive("training-state-memory", **{name: value})
+
+
+def test_the_fabric_runs_at_the_measured_share_of_its_rate():
+    from utils.training.collectives import LINK_FRACTIONS
+    params = {p.name: p.default for p in tsm.PARAMETERS}
+    assert (params["nvlink_fraction"], params["fabric_fraction"]) == LINK_FRACTIONS   # the catalog's measurements
+    base, roof = chains.derive("training-state-memory"), chains.derive("training-state-memory", fabric_fraction=1.0)
+    ratio = base["fsdp_fabric_to_compute"].m / roof["fsdp_fabric_to_compute"].m
+    assert ratio == pytest.approx(1 / LINK_FRACTIONS[1]) and ratio > 1
+
+
+def test_inputs_show_their_parameters_sources_until_a_reader_changes_them():
+    spec = {p.name: p.source for p in tsm.PARAMETERS}
+    rows = {r.name: r.source for r in tsm.compute(chains.check("training-state-memory")).rows}
+    assert rows["T_mb"] == spec["micro_batch_tokens"] and rows["u"] == spec["mfu"] and rows["N_d"] == spec["dp_degree"]
+    rows = {r.name: r.source for r in tsm.compute(chains.check("training-state-memory", mfu=0.3, dp_degree=32)).rows}
+    assert rows["u"] == rows["N_d"] == "parameters cell"
+
+
+def _arch(n_params):
+    return dict(tsm.architecture(catalog.model("llama-3-70b")), n_params=n_params, n_active=n_params)
+
+
+def test_a_plan_that_does_not_fit_gives_its_shortfall_the_largest_that_fits_and_no_fabric_time():
+    """Too small a fleet, or too large a micro-batch: refused (so no fabric time, bubble or traffic for it),
+    naming the shortfall and the largest model or micro-batch that does fit; and that one fits."""
+    args = dict(tsm.CLAIM_LAYOUT, bytes_per_param=16.0, gpu="h100-sxm", gpus_per_node=8)
+    with pytest.raises(ParameterError, match=r"does not fit: one replica spans 4 nodes .* 2 more than the fleet; "
+                                             r"the largest model a 2-node replica holds"):
+        chains.derive("training-state-memory", fleet_nodes=2)
+    ch = tsm.compute(chains.check("training-state-memory"))
+    n_max = tsm.largest_model(ch, 2)
+    assert tsm.plan(_arch(0.999 * n_max), **{**args, "fleet_nodes": 2})["K"].m == 2
+    with pytest.raises(ParameterError, match="fleet_nodes=2 does not fit"):
+        tsm.plan(_arch(1.001 * n_max), **{**args, "fleet_nodes": 2})
+    t_max = tsm.largest_micro_batch(ch)
+    with pytest.raises(ParameterError, match=rf"more than the usable .* is {t_max:,} tokens per node"):
+        chains.derive("training-state-memory", micro_batch_tokens=10 ** 8)
+    big = {**args, "micro_batch_tokens": t_max}      # the state of a tiny model beside the largest micro-batch
+    assert tsm.plan(_arch(1e3), **big)["A"] < ch["f"] * ch["M_gpu"]
+    with pytest.raises(ParameterError, match="does not fit"):
+        tsm.plan(_arch(1e3), **{**big, "micro_batch_tokens": t_max + 1})

@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from utils import catalog
 from utils.chain import Chain, as_float, memoised
 from utils.models import is_mla, is_moe, param_count
 from utils.params import Param, ParameterError, Result, Spec
+from utils.roofline import FRACTIONS, add_fraction_inputs, fraction_params
 from utils.training import flops_per_parameter_token
 from utils.units import fmt, num, pct, q
-from utils.verdicts import HOLDS, WRONG, Claim
+from utils.verdicts import READING, WRONG, Claim
 
 PARAMETERS = (
     Param("model", "llama-3-70b", "the model: a catalog key or the path of a Hugging Face config.json",
@@ -38,6 +37,7 @@ PARAMETERS = (
           unit="byte/parameter", source="ZeRO (arXiv:1910.02054) sec. 3.1; the training-state-memory chapter"),
     Param("hbm_usable", 0.90, "share of each GPU's HBM a training job can fill", check="fraction",
           source="this book's assumption, as in the training-state-memory chapter"),
+    *fraction_params(),
 )
 REFUSED = {name: "the width, heads, layers and parameter count all follow from model= (a catalog key or "
                  "a config.json); set model instead, so no result mixes two architectures"
@@ -164,14 +164,18 @@ def check_model(m, tensor_parallel, pipeline_parallel):
 
 
 def recompute_chain(model, seq_len, micro_batch, tensor_parallel, pipeline_parallel, gpu,
-                    bytes_per_activation, state_bytes_per_param, hbm_usable, *, source="parameters cell") -> Chain:
+                    bytes_per_activation, state_bytes_per_param, hbm_usable, compute_fraction=FRACTIONS[0],
+                    bandwidth_fraction=FRACTIONS[1], *, source="parameters cell", sources=None) -> Chain:
+    """sources: the inputs' own sources by symbol (s, b, p, t, P), where they are not `source`. The tie
+    point's ridge is at the achieved shares of the two peaks, never at the datasheet's."""
+    src = {k: source for k in ("s", "b", "p", "t", "P")} | (sources or {})
     m, acc = catalog.model(model), catalog.accelerator(gpu)
     check_model(m, tensor_parallel, pipeline_parallel)
     p, T = bytes_per_activation, TERMS
     ch = Chain(f"Activations of {m.name}: {fmt(q(seq_len, 'token'))} x {micro_batch} on {acc.name}")
     # --- one layer ---
-    ch.given("s", q(seq_len, "token"), "sequence length", kind="assumption", source=source)
-    ch.given("b", micro_batch, "micro-batch, sequences", kind="assumption", source=source)
+    ch.given("s", q(seq_len, "token"), "sequence length", kind="assumption", source=src["s"])
+    ch.given("b", micro_batch, "micro-batch, sequences", kind="assumption", source=src["b"])
     ch.given("h", m["d_model"], "width")
     ch.given("a", m["n_heads"], "attention heads")
     ch.given("L", m["n_layers"], "layers")
@@ -184,7 +188,7 @@ def recompute_chain(model, seq_len, micro_batch, tensor_parallel, pipeline_paral
     ch.step("A_l", "s*b*(c_w*h + c_s*a*s)", "GB", "one layer, everything stored")
     ch.step("A_sel", "s*b*c_w*h", "GB", "one layer, selective recompute (no scores)")
     ch.given("p", q(p, "byte/token"), "bytes per activation, per token per unit width", kind="assumption",
-             source=source)
+             source=src["p"])
     ch.step("A_k", "p*s*b*h", "GB", "one layer, full recompute: its input")
     ch.step("r", "A_l/A_k", "", "memory ratio, per layer (Korthikanti's layer)")
     cw_ll, cs_ll = llama_coefficients(m, p)
@@ -195,9 +199,9 @@ def recompute_chain(model, seq_len, micro_batch, tensor_parallel, pipeline_paral
     ch.step("r_ll", "(c_wl*h + c_sl*a*s)/(p*h)", "", "memory ratio, per layer (the model's own layer)")
     # --- per GPU, against what the training state leaves ---
     ch.given("t", tensor_parallel, "tensor-parallel degree (sequence-parallel activations)",
-             kind="assumption", source=source)
+             kind="assumption", source=src["t"])
     ch.given("P", pipeline_parallel, "pipeline stages (1F1B: the first stage holds L layers' worth)",
-             kind="assumption", source=source)
+             kind="assumption", source=src["P"])
     ch.step("G_0", "L*A_l/t", "GB", "activations per GPU, nothing recomputed")
     ch.step("G_s", "L*A_sel/t", "GB", "activations per GPU, selective recompute")
     ch.step("G_f", "(L*A_k + A_l)/t", "GB", "per GPU, full: kept inputs + the layer being rebuilt")
@@ -211,10 +215,9 @@ def recompute_chain(model, seq_len, micro_batch, tensor_parallel, pipeline_paral
     ch.given("M", acc["hbm_capacity"], "HBM per GPU, nominal")
     ch.given("f", hbm_usable, "usable share of HBM", kind="assumption", source=USABLE_SRC)
     ch.step("H", "f*M - S_g", "GB", "HBM left for activations")
-    if as_float(ch["H"], "GB") <= 0:
-        raise ParameterError(
-            f"the training state takes {fmt(ch['S_g'])} per GPU, more than the usable "
-            f"{fmt((ch['f'] * ch['M']).to('GB'))} of a {acc.name}: raise pipeline_parallel or tensor_parallel")
+    if why := state_shortfall(counts["total"], state_bytes_per_param, tensor_parallel, pipeline_parallel, acc,
+                              hbm_usable):
+        raise ParameterError(why)
     ch.solve("b_0", "L*s*b_0*(c_w*h + c_s*a*s)/t = H", "", "largest micro-batch, nothing recomputed")
     ch.solve("b_s", "L*s*b_s*c_w*h/t = H", "", "largest micro-batch, selective recompute")
     ch.solve("s_s", "L*s_s*b*c_w*h/t = H", "token", "longest sequence, selective recompute")
@@ -223,7 +226,8 @@ def recompute_chain(model, seq_len, micro_batch, tensor_parallel, pipeline_paral
              kind="derived", source="utils.models.param_count")
     ch.given("k_f", q(K_FWD, "FLOP/parameter/token"), "forward FLOPs per parameter per token",
              kind="derived", source="the 6ND chapter")
-    ch.given("d_a", int((m.q("n_heads") * m.q("head_dim")).m), "attention width, heads x head dim")
+    ch.given("d_a", int((m.q("n_heads") * m.q("head_dim")).m), "attention width, heads x head dim",
+             kind="derived", source=f"{m.name}: n_heads x head_dim")
     ch.given("k_a", q(K_ATT, "FLOP/token**2"), "forward QK^T and AV FLOPs per token, context token, unit width",
              kind="derived", source="two products of 2 s d_attn each per token (full square)")
     ch.step("F_a", "k_a*L*s*d_a", "FLOP/token", "attention core, forward")
@@ -234,12 +238,13 @@ def recompute_chain(model, seq_len, micro_batch, tensor_parallel, pipeline_paral
     # --- the micro-batch alternative ---
     ch.given("R", acc["bf16_dense"], "dense bf16 peak")
     ch.given("B", acc["hbm_bandwidth"], "HBM bandwidth")
-    ch.step("I_r", "R/B", "FLOP/byte", "ridge")
+    add_fraction_inputs(ch, compute_fraction, bandwidth_fraction, source=source)
+    ch.step("I_r", "(eta_P*R)/(eta_W*B)", "FLOP/byte", "ridge at the achieved rates")
     ch.given("K_o", int(as_float(ch["h"]) / tensor_parallel), "narrowest weight's input width, h/t",
              kind="derived", source="attention output projection, one tensor-parallel shard")
     ch.given("N_o", int(as_float(ch["h"])), "its output width, h", kind="derived", source="the same")
     ch.given("k_m", q(2, "FLOP"), "FLOPs per multiply-add", kind="derived", source="definition")
-    ch.given("p_e", q(p, "byte"), "bytes per element", kind="assumption", source=source)
+    ch.given("p_e", q(p, "byte"), "bytes per element", kind="assumption", source=src["p"])
     ch.solve("M_s", "k_m*M_s*K_o*N_o/(p_e*(M_s*K_o + K_o*N_o + M_s*N_o)) = I_r/(1 + o_f)", "",
              "tokens per micro-batch where a smaller micro-batch ties with full recompute")
     ch.value("M_st", ch["M_s"].m * q(1, "token"))   # the same, in tokens, as the Result publishes it
@@ -248,22 +253,39 @@ def recompute_chain(model, seq_len, micro_batch, tensor_parallel, pipeline_paral
 
 def _args(p) -> dict:
     return {k: p[k] for k in ("model", "seq_len", "micro_batch", "tensor_parallel", "pipeline_parallel", "gpu",
-                              "bytes_per_activation", "state_bytes_per_param", "hbm_usable")}
+                              "bytes_per_activation", "state_bytes_per_param", "hbm_usable", "compute_fraction",
+                              "bandwidth_fraction")}
 
 
 def compute(p) -> Chain:
-    return recompute_chain(**_args(p))
+    # Each input shows its parameter's own source while it holds the default (SPEC is defined below).
+    return recompute_chain(**_args(p), sources={
+        k: SPEC.source(p, name) for k, name in (("s", "seq_len"), ("b", "micro_batch"), ("p", "bytes_per_activation"),
+                                                ("t", "tensor_parallel"), ("P", "pipeline_parallel"))})
+
+
+def state_shortfall(n_params, state_bytes_per_param, tensor_parallel, pipeline_parallel, acc, hbm_usable) -> str:
+    """Why the training state leaves no HBM for activations (the shortfall per GPU, the largest model this
+    layout holds and the fewest pipeline stages that hold this one), or "". A plan that does not fit gets
+    no activation budget, micro-batch or sequence."""
+    k_s, gpus = q(state_bytes_per_param, "byte/parameter"), tensor_parallel * pipeline_parallel
+    per_gpu, usable = (k_s * n_params / gpus).to("GB"), (hbm_usable * acc.q("hbm_capacity")).to("GB")
+    if per_gpu < usable:
+        return ""
+    n_max = (usable * gpus / k_s).to("parameter")
+    p_min = math.floor(as_float(k_s * n_params / (tensor_parallel * usable), "")) + 1
+    return (f"the training state does not fit: it takes {fmt(per_gpu)} per GPU, {fmt(per_gpu - usable)} more than "
+            f"the usable {fmt(usable)} of a {acc.name}; the largest model whose state fits {tensor_parallel} x "
+            f"{pipeline_parallel} GPUs is {fmt(n_max)} (with no room left for activations), and this one needs "
+            f"pipeline_parallel >= {p_min} at tensor_parallel={tensor_parallel}")
 
 
 def validate(p):
-    """The layout must fit the model, and the state must leave HBM for activations (raised by the chain)."""
+    """The layout must fit the model, and the state must leave HBM for activations."""
     check_model(p.model, p.tensor_parallel, p.pipeline_parallel)
-    state = q(p.state_bytes_per_param, "byte/parameter") * param_count(p.model)["total"]
-    per_gpu = (state / (p.tensor_parallel * p.pipeline_parallel)).to("GB")
-    usable = (p.hbm_usable * p.gpu.q("hbm_capacity")).to("GB")
-    if per_gpu >= usable:
-        raise ParameterError(f"the training state takes {fmt(per_gpu)} per GPU, more than the usable "
-                             f"{fmt(usable)} of a {p.gpu.name}: raise pipeline_parallel or tensor_parallel")
+    if why := state_shortfall(param_count(p.model)["total"], p.state_bytes_per_param, p.tensor_parallel,
+                              p.pipeline_parallel, p.gpu, p.hbm_usable):
+        raise ParameterError(why)
 
 
 # --- reading the chain ----------------------------------------------------------------------------
@@ -295,8 +317,21 @@ def micro_batch_way_out(ch: Chain) -> tuple[int, float, bool]:
     return b_fit, tokens, b_fit >= 1 and tokens >= as_float(ch["M_s"])
 
 
+def full_recompute_limit(ch: Chain) -> tuple:
+    """(shortfall per GPU, longest whole sequence that fits) with full recomputation and a fused attention
+    kernel at this micro-batch: G_ff grows linearly in s, so the limit is s H / G_ff."""
+    g_ff, room = ch["G_ff"].to("GB"), ch["H"].to("GB")
+    return g_ff - room, math.floor(as_float(ch["s"] * room / g_ff, "token"))
+
+
 def prose(ch: Chain, p) -> dict:
     st = strategy(ch)
+    verdict = VERDICT_TEXT[st]
+    if st == "nothing fits":   # the shortfall and the longest sequence that fits, never a plan that does not
+        short, s_f = full_recompute_limit(ch)
+        verdict += (f"; with full recomputation and a fused attention kernel each GPU is still {fmt(short)} "
+                    f"short, and the longest sequence that fits that way at a micro-batch of {p.micro_batch} is "
+                    f"{fmt(q(s_f, 'token'))}")
     b_fit, tokens, cheaper = micro_batch_way_out(ch)
     if st in ("full", "full, fused attention", "nothing fits"):
         mb = (f"A whole micro-batch of {b_fit} would fit with selective recomputation instead, "
@@ -306,15 +341,16 @@ def prose(ch: Chain, p) -> dict:
               "shrinking the micro-batch is no way out here: the sequence itself is too long for the memory left.")
     else:
         mb = f"The micro-batch could grow to {num(ch['b_s'])} sequences before selective recomputation stops fitting."
-    return {"intro-verdict": VERDICT_TEXT[st], "state-b": fmt(q(p.state_bytes_per_param, "byte")),
+    return {"intro-verdict": verdict, "state-b": fmt(q(p.state_bytes_per_param, "byte")),
             "p-al": fmt(ch["A_l"]), "p-asel": fmt(ch["A_sel"]), "p-gf": fmt(ch["G_f"]), "p-gff": fmt(ch["G_ff"]),
-            "p-sg": fmt(ch["S_g"]), "p-b0": num(ch["b_0"]), "p-verdict": VERDICT_TEXT[st], "p-mb": mb,
+            "p-sg": fmt(ch["S_g"]), "p-b0": num(ch["b_0"]), "p-verdict": verdict, "p-mb": mb,
             "n-width": str(TERMS["n_width"]), "n-mask-w": str(TERMS["n_mask_w"]),
             "n-score": str(TERMS["n_score"]), "n-mask-s": str(TERMS["n_mask_s"])}
 
 
 def per_gpu_curves(ch: Chain, seqs) -> dict:
     """Activations per GPU (GB) against sequence length, for each strategy (the figure's left panel)."""
+    import numpy as np
     L, t, b = as_float(ch["L"]), as_float(ch["t"]), as_float(ch["b"])
     h, a = as_float(ch["h"]), as_float(ch["a"])
     cw, cs = as_float(ch["c_w"], "byte/token"), as_float(ch["c_s"], "byte/token**2")
@@ -328,6 +364,7 @@ def per_gpu_curves(ch: Chain, seqs) -> dict:
 
 def slowdown(ch: Chain, tokens):
     """Step time relative to a compute-bound step: the roofline of the narrowest product at M tokens."""
+    import numpy as np
     K, N, p = as_float(ch["K_o"]), as_float(ch["N_o"]), as_float(ch["p_e"], "byte")
     tokens = np.asarray(tokens, dtype=float)
     intensity = 2 * tokens * K * N / (p * (tokens * K + K * N + tokens * N))
@@ -370,26 +407,42 @@ def checks() -> dict:
                     "c-strategy": VERDICT_TEXT[strategy(c)], "c-ctx": fmt(q(CLAIM["seq_len"], "token"))})
 
 
+MEMORY_WORDS = "cut activation memory by an order of magnitude"
+CHEAP_WORDS = "the selective variant that costs almost nothing"
+
+
+def orders(ratio: float) -> int:
+    """A factor in orders of magnitude, to the nearest: 17x and 20x are one, 84x and 177x are two."""
+    return round(math.log10(ratio))
+
+
 def claims() -> list[Claim]:
     ck = checks()
     c, rs = ck["chain"], dict(ck["readings"])
     third = abs(as_float(c["o_f"]) - CLAIM["compute_overhead"]) < 1e-12
-    order = all(r >= CLAIM["memory_ratio"] for r in rs.values())
+    fused = [r for name, r in rs.items() if "never stored" in name or "fused attention" in name]
+    scores = [r for name, r in rs.items() if r not in fused]
+    one_order = all(orders(r) == orders(CLAIM["memory_ratio"]) for r in fused)
     cheap = ck["o_sel"] < CLAIM["selective_below"]
-    ok = third and order and cheap
+    ok = third and one_order and cheap
     r = [x for _, x in ck["readings"]]
     return [Claim(
         "recompute", quote=CLAIM_QUOTE, source="spec/001, paragraph on activation recomputation",
         claimed="a third more compute for an order of magnitude less activation memory; selective costs almost nothing",
         derived=f"+{pct(c['o_f'])} compute; memory {num(r[3])}x per Llama layer without the scores, {num(r[1])}x "
                 f"with them ({num(r[2])}x and {num(r[0])}x by Korthikanti's formula); selective +{pct(ck['o_sel'], 2)}",
-        verdict=HOLDS if ok else WRONG,
+        verdict=READING if ok else WRONG,
+        reading=f"\"{MEMORY_WORDS}\" read as the activations of a layer whose attention is one fused kernel "
+                f"(FlashAttention: no stored score matrix), the cut rounded to whole powers of ten; \"{CHEAP_WORDS}\" "
+                f"read as under {pct(CLAIM['selective_below'])} of the step's compute",
         nearest_true="" if ok else f"full recomputation adds {pct(c['o_f'])} of compute for a {num(min(r))}x cut",
         reason=f"Re-running the forward pass adds {K_FWD}N to {3 * K_FWD}N FLOPs per token, exactly "
-               f"{pct(c['o_f'])}. Keeping only the layer input cuts a Llama-3-70B layer's activations "
-               f"{num(r[1])}x at {fmt(q(CLAIM['seq_len'], 'token'))} ({num(r[3])}x without the attention "
-               f"scores); Korthikanti's formula, whose GPT layer adds dropout masks, gives {num(r[0])}x. "
-               f"Selective recomputation costs {pct(ck['o_sel'], 2)} of compute.")]
+               f"{pct(c['o_f'])}. With a fused attention kernel, keeping only the layer input cuts a Llama-3-70B "
+               f"layer's activations {num(r[3])}x at {fmt(q(CLAIM['seq_len'], 'token'))} ({num(r[2])}x by "
+               f"Korthikanti's formula, {num(r[5])}x per GPU with the layer being rebuilt): one order of magnitude. "
+               f"Where the attention scores are stored the cut is {num(min(scores))}x to {num(max(scores))}x, "
+               f"{orders(min(scores))} orders, more than the claim says. Selective recomputation costs "
+               f"{pct(ck['o_sel'], 2)} of compute.")]
 
 
 # --- what changes the answer, and the exercises ---------------------------------------------------
@@ -448,4 +501,5 @@ def tiny_prediction(ln_stat_bytes: int) -> dict:
                 kept=TINY["layers"] * 2 * sb * h, formula_ratio=per_layer / (2 * sb * h))
 
 
-SPEC = Spec("activation-recompute", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)
+SPEC = Spec("activation-recompute", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED,
+            closed_form=True)

@@ -8,30 +8,38 @@ decode step reads, and the KV-cache bytes per token all follow from it, so no re
 from __future__ import annotations
 
 import math
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from utils import catalog
 from utils.chain import Chain, as_float, memoised
 from utils.models import kv_bytes_per_token, param_count
-from utils.params import Inputs, Param, Result, Spec
-from utils.serving import vllm_utilization
+from utils.params import Param, Result, Spec
+from utils.roofline import ACHIEVED, FRACTIONS, fraction_source
+from utils.serving import vllm_utilization, vllm_utilization_value
 from utils.training import H100_RENTAL_RATES as RATES
 from utils.training import flops_per_parameter_token, h100_rental_rates, rental_rate_source
 from utils.units import escape_dollars, fmt, pct, q, short
-from utils.verdicts import READING, WRONG, Claim, ratio, within
+from utils.verdicts import UNCHECKABLE, Claim, ratio, within
+
+if TYPE_CHECKING:
+    import numpy as np
 
 RATE_NAMES = dict(zip(RATES, ("contract, low", "one-year contract", "RunPod community", "Lambda on demand",
                               "AWS on demand")))
-BW_EFF_SOURCE = ("this book's assumption: a tuned decode step reads HBM at about seven tenths of the datasheet "
-                 "rate, as the training token runs at an MFU and not at the peak; the achieved share is what "
-                 "Databricks/MosaicML call model bandwidth utilisation (MBU), LLM Inference Performance "
-                 "Engineering: Best Practices, https://www.databricks.com/blog/llm-inference-performance-"
-                 "engineering-best-practices, read 2026-11-29")
+# A decode step reads HBM at the shared achieved share others measured (catalog: software achieved-fraction),
+# as every chapter that turns the HBM bandwidth into a rate does; 1 is the roofline floor.
+BW_FRACTION = FRACTIONS[1]
 ENGINE_RESERVE = 1 - vllm_utilization()   # what vLLM's default leaves unmanaged (catalog: software vllm)
-RESERVE_SOURCE = (f"vLLM's default gpu_memory_utilization of {vllm_utilization():g} (Anyscale docs, GPU memory requirements, "
-                  "https://docs.anyscale.com/llm/batch-inference/resource-allocation/gpu-memory, read 2026-11-29), "
-                  "as in the other serving chapters")
+RESERVE_SOURCE = (f"1 - vLLM's default gpu_memory_utilization of {vllm_utilization():g} "
+                  f"({vllm_utilization_value().cite}), as in the other serving chapters")
+
+
+def mfu_source() -> str:
+    run = catalog.run("llama-3-405b-pretraining")
+    m = [as_float(run.q(f"table4_row{i}_mfu")) for i in (1, 2, 3)]
+    return (f"the claim's MFU (spec/001, fleet paragraph); Llama-3-405B reported {pct(min(m)).rstrip('%')}-"
+            f"{pct(max(m))} on H100 (arXiv:2407.21783, Table 4)")
+
 
 PARAMETERS = (
     Param("model", "llama-3-70b", "the model: a catalog key or the path of a Hugging Face config.json",
@@ -41,7 +49,7 @@ PARAMETERS = (
           source="catalog: H100 SXM, the same source's fleet paragraph"),
     Param("mfu", 0.40, "training model FLOPs utilisation on the 6N basis: share of the dense bf16 peak spent on 6N "
           "(attention and recomputation not counted; fleet-size converts other bases)",
-          check="fraction", source="the same source's fleet paragraph (40% on H100); Llama 3 paper, Table 4"),
+          check="fraction", source=mfu_source()),
     Param("rent_usd_per_gpu_hour", h100_rental_rates()["contract_1y"], "rental rate", unit="USD/GPU/hour",
           source="catalog h100-rental.contract_1y: one-year H100 contract, March 2026 (SemiAnalysis)"),
     Param("decode_batch", 64, "sequences in one decode step", unit="sequence", check="whole",
@@ -52,8 +60,8 @@ PARAMETERS = (
           source="bf16 serving"),
     Param("kv_bytes_per_element", 2.0, "bytes per KV-cache element (2 = bf16, 1 = fp8)", unit="byte",
           source="a bf16 cache"),
-    Param("decode_bandwidth_efficiency", 0.7, "share of the datasheet HBM bandwidth a decode step reaches "
-          "(1 = the roofline floor)", check="fraction", source=BW_EFF_SOURCE),
+    Param("decode_bandwidth_efficiency", 0.866, "share of the datasheet HBM bandwidth a decode step reaches "
+          "(1 = the roofline floor)", check="fraction", source=fraction_source("hbm_bandwidth")),
 )
 REFUSED = {name: "the parameter count and the KV-cache bytes per token follow from model= (a catalog key or "
                  "a config.json) and kv_bytes_per_element; set those instead, so no result mixes two models"
@@ -87,40 +95,37 @@ def rates_table() -> str:
                         for f in RATES))
 
 
-def _eff_provenance(eff):
-    """1 is the roofline floor; any other share is the parameter's (its own source at the default)."""
-    if math.isclose(eff, 1.0):
-        return "definition", "the roofline floor: the datasheet bandwidth itself"
-    name = "decode_bandwidth_efficiency"
-    return "assumption", SPEC.source(Inputs({name: eff}), name)
+def _add_bandwidth_share(ch, eff):
+    """e_W: the catalog's achieved share at the default, the roofline floor at 1, the reader's value otherwise."""
+    label = "share of the HBM bandwidth a decode step reaches"
+    if eff == BW_FRACTION:
+        ch.given("e_W", ACHIEVED["hbm_bandwidth"], label)
+    elif math.isclose(eff, 1.0):
+        ch.given("e_W", q(eff, ""), label, kind="definition", source="the roofline floor: the datasheet bandwidth itself")
+    else:
+        ch.given("e_W", q(eff, ""), label, kind="assumption", source="parameters cell")
 
 
 def _per_gpu(value, unit):
     return q(as_float(value.q, unit), f"{unit}/GPU"), value.kind, value.cite
 
 
-def mfu_source() -> str:
-    run = catalog.run("llama-3-405b-pretraining")
-    m = [as_float(run.q(f"table4_row{i}_mfu")) for i in (1, 2, 3)]
-    return (f"the claim's MFU (spec/001, fleet paragraph); Llama-3-405B reported {pct(min(m)).rstrip('%')}-"
-            f"{pct(max(m))} on H100 (arXiv:2407.21783, Table 4)")
-
-
 def token_costs(n_params, n_weights, n_tokens, gpu, mfu, rent, decode_batch, decode_context, weight_bytes,
-                kv_bytes, bw_eff, *, source="parameters cell", model_source=None,
+                kv_bytes, bw_eff, *, source="parameters cell", model_source=None, sources=None,
                 title="Cost of a training token and of a generated token") -> Chain:
     """The chain. n_params: multiplied per token (6N, 2N); n_weights: the weights a decode step reads;
-    kv_bytes: KV-cache bytes per token, all layers."""
+    kv_bytes: KV-cache bytes per token, all layers. sources: a source per input symbol (u, D, b_w, B, T)
+    that overrides `source`, as compute() gives each parameter's own while it holds its default."""
     acc = catalog.accelerator(gpu)
     k = flops_per_parameter_token()
     msrc = model_source or source
+    src_of = {**dict.fromkeys(("u", "D", "b_w", "B", "T"), source), **(sources or {})}
     ch = Chain(title)
     kind, src = rental_rate_source(rent) or ("assumption", "the reader's value (parameters cell)")
     ch.given("r", q(rent, "USD/GPU/hour"), "rental rate", kind=kind, source=src)
     peak, kind, src = _per_gpu(acc["bf16_dense"], "FLOP/s")
     ch.given("P", peak, f"{acc.name} dense bf16 peak", kind=kind, source=src, digits=4)
-    ch.given("u", q(mfu, ""), "training MFU", kind="assumption",
-             source=mfu_source() if source == "parameters cell" else source)
+    ch.given("u", q(mfu, ""), "training MFU", kind="assumption", source=src_of["u"])
     ch.step("c_F", "r/(u*P)", "USD/FLOP", "dollars per model FLOP")
     ch.given("N", q(n_params, "parameter"), "parameters multiplied per token", kind="spec", source=msrc)
     ch.given("k", q(k["train"], "FLOP/parameter/token"), "training FLOPs per parameter per token",
@@ -128,7 +133,7 @@ def token_costs(n_params, n_weights, n_tokens, gpu, mfu, rent, decode_batch, dec
     ch.step("F_t", "k*N", "FLOP/token", "FLOPs per training token, 6N")
     ch.step("c_t", "c_F*F_t", "USD/token", "dollars per training token")
     ch.step("g_t", "F_t/(u*P)", "GPU*s/token", "GPU-seconds per training token")
-    ch.given("D", q(n_tokens, "token"), "training tokens", kind="assumption", source=source)
+    ch.given("D", q(n_tokens, "token"), "training tokens", kind="assumption", source=src_of["D"])
     ch.step("H_run", "g_t*D", "GPU*hour", "GPU-hours of the run")
     ch.step("C_run", "c_t*D", "USD", "cost of the run")
     # inference
@@ -138,16 +143,15 @@ def token_costs(n_params, n_weights, n_tokens, gpu, mfu, rent, decode_batch, dec
     bw, kind, src = _per_gpu(acc["hbm_bandwidth"], "byte/s")
     ch.given("W", bw, f"{acc.name} HBM bandwidth", kind=kind, source=src)
     ch.step("I_star", "P/W", "FLOP/byte", "ridge: where the compute and memory ceilings meet")
-    kind, src = _eff_provenance(bw_eff)
-    ch.given("e_W", q(bw_eff, ""), "share of the HBM bandwidth a decode step reaches", kind=kind, source=src)
+    _add_bandwidth_share(ch, bw_eff)
     ch.given("N_w", q(n_weights, "parameter"), "weights a decode step reads (all of them)", kind="spec",
              source=msrc)
-    ch.given("b_w", q(weight_bytes, "byte/parameter"), "bytes per served weight", kind="assumption", source=source)
-    ch.given("B", q(decode_batch, "sequence"), "decode batch", kind="assumption", source=source)
+    ch.given("b_w", q(weight_bytes, "byte/parameter"), "bytes per served weight", kind="assumption", source=src_of["b_w"])
+    ch.given("B", q(decode_batch, "sequence"), "decode batch", kind="assumption", source=src_of["B"])
     ch.given("tau", q(1, "token/sequence"), "tokens each sequence adds per step", kind="derived",
              source="decode: one token per sequence per step")
     ch.given("T", q(decode_context, "token/sequence"), "context each sequence reads per step",
-             kind="assumption", source=source)
+             kind="assumption", source=src_of["T"])
     ch.given("kappa", q(kv_bytes, "byte/token"), "KV-cache bytes per token, all layers", kind="derived",
              source=f"utils.models.kv_bytes_per_token; {msrc}")
     ch.step("F_s", "k_i*N*B*tau", "TFLOP", "FLOPs of one decode step")
@@ -182,7 +186,11 @@ def compute(p) -> Chain:
     a = architecture(p.model, p.kv_bytes_per_element)
     return token_costs(a["n_params"], a["n_weights"], p.n_tokens, p.gpu, p.mfu, p.rent_usd_per_gpu_hour,
                        p.decode_batch, p.decode_context, p.weight_bytes_per_param, a["kv_bytes"],
-                       p.decode_bandwidth_efficiency, model_source=f"{p.model.name}, counted from its configuration")
+                       p.decode_bandwidth_efficiency, model_source=f"{p.model.name}, counted from its configuration",
+                       # each input shows its parameter's own source while it holds the default
+                       sources={sym: SPEC.source(p, name) for sym, name in (
+                           ("u", "mfu"), ("D", "n_tokens"), ("b_w", "weight_bytes_per_param"), ("B", "decode_batch"),
+                           ("T", "decode_context"))})
 
 
 # --- the claim ------------------------------------------------------------------------------------
@@ -195,7 +203,7 @@ QUOTES = dict(
           "three quarters of a microdollar, and the whole 15T-token run follows in one multiplication.",
     cheaper="The chain, the comparison to an inference token, and why the training token is cheaper.")
 SOURCE = "spec/001, paragraph on the cost of a training token"
-CLAIM_DECODE = dict(decode_batch=64, decode_context=8192, weight_bytes=2.0, bw_eff=0.7)
+CLAIM_DECODE = dict(decode_batch=64, decode_context=8192, weight_bytes=2.0, bw_eff=BW_FRACTION)
 # Published API prices for Llama models of the claim's size (catalog prices, read with their pages' URLs).
 API_KEYS = ("wandb-llama-3-3-70b-api", "deepinfra-llama-3-1-70b-turbo-api")
 
@@ -264,13 +272,14 @@ def claims() -> list[Claim]:
                       f"the {short(CLAIM['n_tokens'])}-token run in one multiplication",
               derived=f"{fmt(cc['c_t'])} at the {fmt(q(rate['contract_1y'], 'USD/hour'))} one-year contract rate and "
                       f"{pct(CLAIM['mfu'])} MFU, a run of {fmt(cc['C_run'])}",
-              verdict=READING if holds else WRONG,
-              reading=f"the GPU price read as the catalog's one-year H100 contract rate, "
-                      f"{fmt(rate['contract_1y'])} USD per GPU-hour, at the same source's {pct(CLAIM['mfu'])} "
-                      f"MFU, and three quarters read to the nearest quarter (within {pct(ck['tol'])})",
-              nearest_true="" if holds else f"a training token costs {fmt(cc['c_t'])} at the contract rate",
-              reason=f"At {pct(CLAIM['mfu'])} MFU on H100 the one-year contract rate gives {fmt(cc['c_t'])} and the "
-                     f"marketplace rate {fmt(market)}, both within half a quarter of the claim; on-demand list "
+              # The cost is proportional to a price the source never gives: the book's figure, not a check.
+              verdict=UNCHECKABLE,
+              reason=f"The source prices the token \"from the GPU price and the MFU\" and names no price, and the "
+                     f"cost is proportional to it: the claim implies {fmt(ck['r_star'])} per H100 at {pct(CLAIM['mfu'])} "
+                     f"MFU, a rate solved from the claim, which is not a reading. The book's own figures: at "
+                     f"{pct(CLAIM['mfu'])} MFU the one-year contract rate gives {fmt(cc['c_t'])} and the "
+                     f"marketplace rate {fmt(market)}, both "
+                     f"{'within' if holds else 'outside'} half a quarter of the claim; on-demand list "
                      f"prices give {pr['lambda_on_demand']:.1f} to {pr['aws_p5_on_demand']:.1f} times the claim, "
                      f"and the GPU-hours Meta published for {name} imply {pct(ck['card_mfu'])} MFU over the "
                      f"whole run."),
@@ -281,11 +290,11 @@ def claims() -> list[Claim]:
                       f"training tokens ({floor['rho'].m:.2f} at the roofline floor); "
                       f"{ck['wonly']['rho'].m:.2f} with the weights alone; a prompt token "
                       f"{ratio(cc['c_p'], cc['c_t']):.2f}",
-              verdict=READING,
-              reading=f"an inference token read as a generated token, decoded below a batch of {b_x:.0f} "
-                      f"(weights only), or at the book's batch of {CLAIM_DECODE['decode_batch']} with contexts "
-                      f"above {fmt(cc['T_x'].m)} tokens",
-              reason=f"For generated tokens below a decode batch of {b_x:.0f} with the decode step at "
+              # Which is cheaper turns on a serving batch and context the source never gives.
+              verdict=UNCHECKABLE,
+              reason=f"The source names no serving batch, context or price for \"an inference token\", and the "
+                     f"answer turns on them. On the book's own figures the training token is cheaper for generated "
+                     f"tokens below a decode batch of {b_x:.0f} with the decode step at "
                      f"{pct(CLAIM_DECODE['bw_eff'])} of the HBM bandwidth ({b_x_floor:.0f} at the roofline floor), "
                      f"or at batch {CLAIM_DECODE['decode_batch']} with contexts above {fmt(cc['T_x'].m)} tokens "
                      f"({fmt(floor['T_x'].m)} at the floor); a prompt token costs "
@@ -305,7 +314,15 @@ def check_texts() -> dict:
     cc, rate, pr = ck["cc"], ck["rate"], ck["per_rate"]
     lo = q(API_PRICES[1]["output"], "USD/Mtoken").to("USD/token")
     hi = q(API_PRICES[0]["output"], "USD/Mtoken").to("USD/token")
-    out = {"claim-usd-value": fmt(ck["claimed"]), "claim-n": short(CLAIM["n_params"]), "claim-d": short(CLAIM["n_tokens"]),
+    b_x = cc["B_x"].m
+    out = {"check-basis-token": f"the GPU price taken as the catalog's one-year H100 contract rate, "
+                                f"{fmt(rate['contract_1y'])} USD per GPU-hour, at the same source's "
+                                f"{pct(CLAIM['mfu'])} MFU, and three quarters to the nearest quarter "
+                                f"(within {pct(ck['tol'])})",
+           "check-basis-cheaper": f"an inference token taken as a generated token, decoded below a batch of "
+                                  f"{b_x:.0f} (weights only), or at the book's batch of "
+                                  f"{CLAIM_DECODE['decode_batch']} with contexts above {fmt(cc['T_x'].m)} tokens",
+           "claim-usd-value": fmt(ck["claimed"]), "claim-n": short(CLAIM["n_params"]), "claim-d": short(CLAIM["n_tokens"]),
            "claim-mfu": pct(CLAIM["mfu"]), "claim-tol": pct(ck["tol"]),
            "check-rent-star": fmt(ck["r_star"]), "check-u-star": pct(cc["u_star"]),
            "check-c-contract": fmt(cc["c_t"]), "check-g-t": fmt(cc["g_t"]),
@@ -347,6 +364,7 @@ def api_table() -> str:
 # --- figure, sensitivities, exercises ---------------------------------------------------------------
 def training_curves(p, rents, mfus=(0.3, 0.4, 0.5)) -> dict[float, np.ndarray]:
     """USD per million training tokens against the rent, one line per MFU (the parameters' own included)."""
+    import numpy as np
     ch = compute(p)
     f_t, peak = as_float(ch["F_t"], "FLOP/token"), as_float(ch["P"], "FLOP/s/GPU")
     return {u: np.asarray(rents) / 3600 * f_t / (u * peak) * 1e6 for u in sorted({*mfus, p.mfu})}
@@ -354,6 +372,7 @@ def training_curves(p, rents, mfus=(0.3, 0.4, 0.5)) -> dict[float, np.ndarray]:
 
 def decode_curves(p, batches, contexts=(0, 2048, 8192, 32768), bw_eff=None) -> dict[int, np.ndarray]:
     """USD per million generated tokens against the decode batch, one line per context."""
+    import numpy as np
     ch = compute(p)
     peak = as_float(ch["P"], "FLOP/s/GPU")
     bw = as_float(ch["W"], "byte/s/GPU") * (p.decode_bandwidth_efficiency if bw_eff is None else bw_eff)
@@ -369,7 +388,7 @@ def what_changes(p, ch: Chain) -> dict:
     lo, hi = claim_chain(rate["contract_1y_low"]), claim_chain(rate["aws_p5_on_demand"])
     b0, c0 = CLAIM_DECODE["decode_batch"], CLAIM_DECODE["decode_context"]
     mfu_c = {m: token_costs(CLAIM["n_params"], CLAIM["n_params"], CLAIM["n_tokens"], CLAIM["gpu"], m,
-                            rate["contract_1y"], b0, c0, 2.0, 0.0, 0.7)["c_t"] for m in (0.30, 0.50)}
+                            rate["contract_1y"], b0, c0, 2.0, 0.0, BW_FRACTION)["c_t"] for m in (0.30, 0.50)}
     eff_lo, floor = claim_chain(bw_eff=0.5), claim_chain(bw_eff=1.0)
     return {"wc-rent-lo": fmt(lo["c_t"]), "wc-rent-hi": fmt(hi["c_t"]), "wc-run-lo": _musd(lo["C_run"]),
             "wc-run-hi": _musd(hi["C_run"]), "wc-mfu-lo": pct(0.30), "wc-mfu-hi": pct(0.50),
@@ -397,12 +416,12 @@ def exercises(p, ch: Chain) -> dict:
     rate = rental()
     cc, hi = claim_chain(), claim_chain(rate["aws_p5_on_demand"])
     b200 = token_costs(CLAIM["n_params"], CLAIM["n_params"], CLAIM["n_tokens"], "b200", CLAIM["mfu"],
-                       rate["contract_1y"], 64, 8192, 2.0, cc["kappa"].m, 0.7)
+                       rate["contract_1y"], 64, 8192, 2.0, cc["kappa"].m, BW_FRACTION)
     peak_ratio = ratio(b200["P"], cc["P"])
     m8 = catalog.model("llama-3-8b")
     a8 = architecture(m8)
     ex3 = token_costs(a8["n_params"], a8["n_weights"], 1e9, "h100-sxm", 0.35, rate["contract_1y"], 64, 8192, 2.0,
-                      a8["kv_bytes"], 0.7)
+                      a8["kv_bytes"], BW_FRACTION)
     out = {"ex1-run": _musd(hi['C_run']),
            "ex1-ratio": f"{ratio(hi['C_run'], cc['C_run']):.2f}", "ex2-peak-ratio": f"{peak_ratio:.2f}",
            "ex2-rent": fmt(q(rate["contract_1y"] * peak_ratio, "USD/hour")), "ex3-tokens": short(1e9),
@@ -447,4 +466,4 @@ def chain_texts(p) -> dict:
             "p-context-line": line}
 
 
-SPEC = Spec("cost-per-training-token", PARAMETERS, RESULTS, compute, refused=REFUSED)
+SPEC = Spec("cost-per-training-token", PARAMETERS, RESULTS, compute, refused=REFUSED, closed_form=True)

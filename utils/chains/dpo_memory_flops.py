@@ -116,6 +116,9 @@ def generation_rate(m, gpu, prompt_tokens, response_tokens):
 def dpo_chain(m, gpu, n_gpus, zero_stage, optimizer_bytes, reference_bytes_per_param, prompt_tokens,
               response_tokens, n_pairs, epochs, mfu, logprob_bytes, recompute="full", fabric=None,
               link_efficiency=0.81, *, source="parameters cell") -> Chain:
+    """source: one text for every input's row, or a function of the parameter's name (compute passes SPEC.source)."""
+    src = source if callable(source) else (lambda name: source)
+    tokens_src = src("prompt_tokens") if src("prompt_tokens") == src("response_tokens") else "parameters cell"
     fabric = fabric or catalog.interconnect("ib-ndr")
     n = models.param_count(m)
     k = flops_per_parameter_token()
@@ -125,13 +128,13 @@ def dpo_chain(m, gpu, n_gpus, zero_stage, optimizer_bytes, reference_bytes_per_p
              source="counted from the configuration by utils.models")
     ch.given("N_a", n["active"], "parameters multiplied per token", kind="derived", source="utils.models")
     # --- memory
-    ch.given("n_d", q(n_gpus, "GPU"), "GPUs the state is sharded over", kind="assumption", source=source)
+    ch.given("n_d", q(n_gpus, "GPU"), "GPUs the state is sharded over", kind="assumption", source=src("n_gpus"))
     ch.given("b_p", q(zero_bytes_per_param(zero_stage, n_gpus, k=optimizer_bytes), "byte/parameter"),
              f"policy state per parameter on one GPU, {ZERO_STAGE_NAMES[zero_stage]}", kind="derived",
              source=f"utils.training.zero_bytes_per_param: 2 + 2 + K={optimizer_bytes:g}, sharded by stage")
     ch.step("M_p", "b_p*N", "GB", "policy training state per GPU")
     ch.given("b_r", q(reference_bytes_per_param, "byte/parameter"), "reference bytes per weight", kind="assumption",
-             source=source)
+             source=src("reference_bytes_per_param"))
     ch.given("z_r", n_gpus if zero_stage == 3 else 1, "ways the reference's weights are sharded", kind="derived",
              source="sharded like the policy's weights: across the GPUs under ZeRO-3, whole on each GPU otherwise")
     ch.step("M_r", "b_r*N/z_r", "GB", "reference weights per GPU (no gradient, no optimizer)")
@@ -149,7 +152,7 @@ def dpo_chain(m, gpu, n_gpus, zero_stage, optimizer_bytes, reference_bytes_per_p
     ch.given("h", m["d_model"], "width")
     ch.given("L", m["n_layers"], "layers")
     ch.given("T_s", q(prompt_tokens + response_tokens, "token"), "tokens per sequence", kind="assumption",
-             source=source)
+             source=tokens_src)
     ch.step("a_pair", "2*T_s*c_a*h*L", "GB", "activations of one pair (two sequences)")
     k_fit = max(0, int(as_float(ch["A"], "GB") // as_float(ch["a_pair"], "GB")))
     ch.given("k_fit", k_fit, "pairs per micro-batch that fit, floor(A / a_pair)", kind="derived", source="this chain")
@@ -164,23 +167,23 @@ def dpo_chain(m, gpu, n_gpus, zero_stage, optimizer_bytes, reference_bytes_per_p
     ch.step("c", "(k_t + k_f)*N_a", "GFLOP/token", "FLOPs per token, both models on both responses")
     ch.step("c_p", "k_t*N_a", "GFLOP/token", "FLOPs per token in the loop, reference precomputed")
     ch.given("T", q(prompt_tokens + response_tokens, "token/sequence"), "tokens per sequence (prompt + response)",
-             kind="assumption", source=source)
+             kind="assumption", source=tokens_src)
     ch.given("r", q(2, "sequence"), "sequences per pair (chosen and rejected)", kind="derived", source="DPO's loss")
     ch.step("F_pair", "r*T*c", "TFLOP", "FLOPs per pair")
-    ch.given("P_n", q(n_pairs, ""), "pairs in the dataset", kind="assumption", source=source)
-    ch.given("E", q(epochs, ""), "epochs", kind="assumption", source=source)
+    ch.given("P_n", q(n_pairs, ""), "pairs in the dataset", kind="assumption", source=src("n_pairs"))
+    ch.given("E", q(epochs, ""), "epochs", kind="assumption", source=src("epochs"))
     ch.step("D", "E*P_n*r*T", "token", "pair tokens the run trains on")
     ch.step("F", "D*c", "FLOP", "the run's FLOPs, reference in the loop")
     ch.step("F_pre", "P_n*r*T*k_f*N_a", "FLOP", "the one reference pass over the dataset")
     ch.step("F_x", "D*c_p + F_pre", "FLOP", "the run's FLOPs, reference precomputed")
     ch.step("F_saved", "F - F_x", "FLOP", "FLOPs the precompute saves ((E - 1) reference passes)")
     ch.given("b_lp", q(logprob_bytes, "byte/sequence"), "bytes per stored log-probability (one per sequence)",
-             kind="assumption", source=source)
+             kind="assumption", source=src("logprob_bytes"))
     ch.step("S_lp", "P_n*r*b_lp", "MB", "the precomputed log-probabilities")
     # --- time on the fleet
     ch.given("P_g", gpu.q("bf16_dense").to("TFLOP/s") / per_gpu, "dense bf16 rate per GPU",
              kind=gpu["bf16_dense"].kind, source=gpu["bf16_dense"].cite)
-    ch.given("mu", mfu, "MFU", kind="assumption", source=source)
+    ch.given("mu", mfu, "MFU", kind="assumption", source=src("mfu"))
     # --- the data-parallel collectives per micro-batch: ZeRO-3 moves the weights, not only the gradients
     w = 2 * as_float(ch["N"], "parameter")            # bf16 weights and gradients on the wire
     sharded = zero_stage == 3
@@ -195,7 +198,8 @@ def dpo_chain(m, gpu, n_gpus, zero_stage, optimizer_bytes, reference_bytes_per_p
     ch.step("s_V", "V_r/V", "", "the reference's share, which the precompute removes")
     ch.given("B_f", fabric.q("bandwidth_unidirectional").to("GB/s"), f"{fabric.name}, one direction per GPU",
              kind=fabric["bandwidth_unidirectional"].kind, source=fabric["bandwidth_unidirectional"].cite)
-    ch.given("eta", link_efficiency, "achieved share of the fabric's rate", kind="assumption", source=source)
+    ch.given("eta", link_efficiency, "achieved share of the fabric's rate", kind="assumption",
+             source=src("link_efficiency"))
     ch.given("n_1", per_gpu, "one GPU", kind="derived", source="per GPU")
     ch.step("t_pr", "r*T*c/(mu*P_g*n_1)", "s", "compute time of one pair on one GPU")
     ch.step("t_pp", "r*T*c_p/(mu*P_g*n_1)", "s", "the same, reference precomputed")
@@ -242,7 +246,7 @@ def defaults() -> dict:
 
 
 def compute(p) -> Chain:
-    return dpo_chain(**_args(p))
+    return dpo_chain(**_args(p), source=lambda name: SPEC.source(p, name))
 
 
 # --- the claim ------------------------------------------------------------------------------------
@@ -331,4 +335,5 @@ def exercises(p, ch: Chain) -> dict:
             "ex3-gpus": fmt(q(128, "GPU")), "ex3-pol": fmt(e3["M_p"]), "ex3-ref": fmt(e3["M_r"]), "ex3-hours": fmt(e3["H"])}
 
 
-SPEC = Spec("dpo-memory-flops", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)
+SPEC = Spec("dpo-memory-flops", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED,
+            closed_form=True)

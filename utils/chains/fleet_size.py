@@ -6,7 +6,7 @@ then given headroom for what is not training and rounded up, to the next power o
 """
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
 
 from utils import catalog
 from utils.chain import Chain, as_float, memoised
@@ -26,9 +26,20 @@ from utils.training import (
     six_nd,
 )
 from utils.units import fmt, pct, q, short
-from utils.verdicts import HOLDS, UNCHECKABLE, Claim, ratio
+from utils.verdicts import READING, UNCHECKABLE, WRONG, Claim, ratio
+
+if TYPE_CHECKING:
+    import numpy as np
 
 RUN = "llama-3-405b-pretraining"    # the Llama 3 paper's figures (arXiv:2407.21783), from the run catalog
+NODE_SOURCE = "HGX/DGX H100 baseboard; Llama 3 paper sec. 3.3.1"
+
+
+def mfu_range(run=None) -> str:
+    run = run or catalog.run(RUN)
+    mfus = [as_float(run.q(f"table4_row{i}_mfu")) for i in (1, 2, 3)]
+    return f"{pct(min(mfus)).rstrip('%')}-{pct(max(mfus))}"
+
 
 PARAMETERS = (
     Param("model", "llama-3-70b", "the model: a catalog key or the path of a Hugging Face config.json",
@@ -38,7 +49,7 @@ PARAMETERS = (
           check="accelerator", source="catalog: the claim's H100 SXM"),
     Param("mfu", 0.40, "model FLOPs utilisation, counted on the basis mfu_basis names (the default 6N: the "
           "share of the dense bf16 peak spent on 6ND)",
-          check="fraction", source="the claim's 40%; Llama-3-405B reported 38-43% on H100 (Table 4)"),
+          check="fraction", source=f"the claim's 40%; Llama-3-405B reported {mfu_range()} on H100 (Table 4)"),
     Param("mfu_basis", "6N", "which FLOPs the typed MFU counts: 6N (the book's), 6N+attention (PaLM's "
           "6N + 12LHQT), 6N+causal-attention (half the attention square), hardware (8N, recomputation "
           "counted); converted to 6N before the fleet equation", check="choice", choices=MFU_BASES,
@@ -50,7 +61,7 @@ PARAMETERS = (
     Param("headroom", 0.15, "extra fleet, as a share of the exact count, for what is not training",
           check="non_negative", source="the claim's 15%"),
     Param("gpus_per_node", 8, "GPUs in one node (an HGX/DGX baseboard holds eight)", check="whole",
-          source="HGX/DGX H100 baseboard; Llama 3 paper sec. 3.3.1"),
+          source=NODE_SOURCE),
 )
 REFUSED = {"n_params": "the parameter count follows from model= (a catalog key or a config.json); "
                        "set model instead, so the count is the model's own"}
@@ -75,31 +86,34 @@ def validate(p):
 
 
 def fleet(n_params, n_tokens, gpu, mfu, run_days, headroom, gpus_per_node=8, *, peak_field="bf16_dense",
-          kind="assumption", source="parameters cell", basis=None) -> Chain:
+          kind="assumption", source="parameters cell", basis=None, sources=None, mfu_kind="assumption") -> Chain:
     """The fleet equation solved for GPU count, then headroom and rounding, as a Chain.
     gpu: a catalog key or Entry; peak_field: which of its rates is read as the peak. basis: None (the MFU
     is on 6N) or a dict of mfu_conversion's arguments (mfu_basis, n_layers, d_attn, seq_len), whose steps
-    restate the typed MFU on 6N before the fleet equation reads it."""
+    restate the typed MFU on 6N before the fleet equation reads it. sources: each input's own source by
+    symbol (N, D, u, T, h, n_g), where it is not `source`. mfu_kind: the typed MFU's kind (a run's published
+    MFU is measured-by-others)."""
     accel = catalog.accelerator(gpu)
     peak = accel[peak_field]
-    ch = Chain(f"Fleet size on {accel.name}")
-    six_nd(ch, n_params, n_tokens, kind=kind, source=source)
     run = catalog.run(RUN)
+    src = {"u": source if source != "parameters cell" else
+           f"assumption; Llama-3-405B reported {mfu_range(run)} on H100 (arXiv:2407.21783, Table 4)",
+           "n_g": NODE_SOURCE if gpus_per_node == 8 else source, **{k: source for k in ("N", "D", "T", "h")}, **(sources or {})}
+    ch = Chain(f"Fleet size on {accel.name}")
+    six_nd(ch, n_params, n_tokens, kind=kind, source=src["N"], source_d=src["D"])
     if basis and basis["mfu_basis"] != "6N":
         mfu_conversion(ch, mfu, basis["mfu_basis"], basis["n_layers"], basis["d_attn"], basis["seq_len"],
-                       source=source)
+                       source=src["u"], kind=mfu_kind)
         mfu = None                       # the chain now holds u, on 6N
     fleet_equation(ch, peak.q, mfu, run_days, peak_label=f"peak of one GPU ({peak_field.replace('_', ' ')})",
-                   peak_kind=peak.kind, peak_source=peak.cite, source=source,
-                   mfu_source=source if source != "parameters cell" else
-                   f"assumption; Llama-3-405B reported {mfu_range(run)} on H100 (arXiv:2407.21783, Table 4)")
-    ch.given("h", q(headroom, ""), "headroom", kind="assumption", source=source)
+                   peak_kind=peak.kind, peak_source=peak.cite, source=src["T"], mfu_source=src["u"])
+    ch.given("h", q(headroom, ""), "headroom", kind="assumption", source=src["h"])
     ch.step("N_h", "N_gpu*(1 + h)", "GPU", "GPUs with headroom")
     ch.given("g", q(1.0, "GPU"), "one GPU (makes the count a pure number)", kind="definition")
     ch.step("e", "ceiling(log(N_h/g)/log(2))", "", "exponent of the next power of two")
     ch.step("N_2", "g*2**e", "GPU", "GPUs planned: the next power of two")
-    ch.given("n_g", q(float(gpus_per_node), "GPU/node"), "GPUs per node", kind="spec",
-             source="HGX/DGX baseboard; Llama 3 paper sec. 3.3.1")
+    ch.given("n_g", q(float(gpus_per_node), "GPU/node"), "GPUs per node",
+             kind="assumption" if src["n_g"] == "parameters cell" else "spec", source=src["n_g"])
     ch.step("n_nodes", "N_2/n_g", "node", "nodes in the planned fleet")
     ch.step("N_8", "n_g*ceiling(N_h/n_g)", "GPU", "or: whole nodes")
     ch.solve("T_2", "C = N_2*R*u*T_2", "day", "compute days on the planned fleet")
@@ -141,18 +155,15 @@ def mfu6(p) -> float:
 
 
 def compute(p) -> Chain:
+    # Each input shows its parameter's own source while it holds the default (SPEC is defined below).
+    sources = {"N": f"{p.model.name}, counted from its configuration", "D": SPEC.source(p, "n_tokens"),
+               "u": SPEC.source(p, "mfu"), "T": SPEC.source(p, "run_days"), "h": SPEC.source(p, "headroom"),
+               "n_g": SPEC.source(p, "gpus_per_node")}
     return fleet(n_params_of(p.model), p.n_tokens, p.gpu, p.mfu, p.run_days, p.headroom, p.gpus_per_node,
-                 kind="spec", source=f"{p.model.name}, counted from its configuration; parameters cell",
-                 basis=basis_of(p))
+                 kind="spec", sources=sources, basis=basis_of(p))
 
 
 # --- the Llama 3 run: layouts, MFU, reliability ----------------------------------------------------
-def mfu_range(run=None) -> str:
-    run = run or catalog.run(RUN)
-    mfus = [as_float(run.q(f"table4_row{i}_mfu")) for i in (1, 2, 3)]
-    return f"{pct(min(mfus)).rstrip('%')}-{pct(max(mfus))}"
-
-
 def llama3_layouts() -> list[dict]:
     """Table 4's pre-training layouts (GPUs = TP x CP x PP x DP, each a power of two), with the MFU
     re-derived from the reported per-GPU rate over the catalog's dense peak."""
@@ -204,6 +215,9 @@ def fat_tree() -> dict:
 CLAIM = dict(n_params=70e9, n_tokens=15e12, gpu="h100-sxm", mfu=0.40, gpus=6200, headroom=0.15)
 QUOTE = ("The fleet equation solved for GPU count: about 6,200 H100s at 40% MFU, why it rounds up to a "
          "power of two, and the reasons a good answer adds 15% before naming a number.")
+RUN_WORDS = "about 6,200 H100s at 40% MFU"
+READ_WORDS = ("the reasons a good answer adds 15%", "rounds up to a power of two")   # the words the reading reads
+HEADROOM_WORDS = "why it rounds up to a power of two, and the reasons a good answer adds 15% before naming a number"
 SOURCE = "spec/001, paragraph on the fleet equation (the 6ND chapter's 70B on 15T tokens, H100, 40% MFU)"
 MONTH_DAYS = 30.0   # the book's default run length (an assumption), not the claim's
 
@@ -236,29 +250,37 @@ def claims() -> list[Claim]:
     plan = ck["orders"]["headroom, then the next power of two (the plan)"]
     other = ck["orders"]["the next power of two, then headroom, then round again"]
     covers = CLAIM["headroom"] >= r["overhead"]
+    rounded = plan == next_power_of_two(ck["claimed_with_headroom"])
     return [
         Claim("fleet-size", quote=QUOTE, source=SOURCE,
               claimed=f"about {fmt(q(CLAIM['gpus'], 'GPU'))} at {pct(CLAIM['mfu'])} MFU",
               derived=f"{fmt(q(CLAIM['gpus'], 'GPU'))} is a {fmt(T)} run; {fmt(ck['month']['N_gpu'])} at "
                       f"{fmt(q(MONTH_DAYS, 'day'))}",
+              # The count is C/(R u T): without T it pins nothing, and a T solved from the count is not a reading.
               verdict=UNCHECKABLE,
-              reason=f"The source names no run length, and the count is inversely proportional to it: "
-                     f"{fmt(q(CLAIM['gpus'], 'GPU'))} at {pct(CLAIM['mfu'])} MFU deliver the "
+              reason=f"The source says \"{RUN_WORDS}\" and names no run length, and the count is inversely "
+                     f"proportional to it: {fmt(q(CLAIM['gpus'], 'GPU'))} at {pct(CLAIM['mfu'])} MFU deliver the "
                      f"{fmt(ck['month']['C'])} in {fmt(T)}, and {fmt(ck['month']['N_gpu'])} would at "
                      f"{fmt(q(MONTH_DAYS, 'day'))}, {fmt(two_months['N_gpu'])} at {fmt(two_months['T'])}; "
                      f"a run length solved from the count is not a reading, so the count pins only the "
                      f"{fmt(ck['month']['G'].to('GPU*day'))} the run needs."),
-        Claim("headroom", quote="why it rounds up to a power of two, and the reasons a good answer adds 15% "
-                                "before naming a number",
-              source=SOURCE,
+        Claim("headroom", quote=HEADROOM_WORDS, source=SOURCE,
               claimed=f"+{pct(CLAIM['headroom'])}, then the next power of two",
               derived=f"{fmt(q(CLAIM['gpus'], 'GPU'))} x {1 + CLAIM['headroom']:.2f} -> {fmt(q(plan, 'GPU'))}; "
                       f"Llama 3 overhead {pct(r['overhead'])}",
-              verdict=HOLDS if covers and plan == next_power_of_two(ck["claimed_with_headroom"]) else UNCHECKABLE,
+              verdict=READING if covers and rounded else WRONG,
+              reading=f"\"{READ_WORDS[0]}\" read as the GPU-time a large run loses to what is "
+                      f"not training (interruptions and restarts), which a published measurement of it, "
+                      f"{r['name']}'s effective training time, puts at {pct(r['overhead'])}; \"{READ_WORDS[1]}\" read as "
+                      f"after the headroom. The source names no reason, so other reasons "
+                      f"(evaluation, debugging runs) are unpriced here",
+              nearest_true="" if covers else f"a run loses {pct(r['overhead'])} to interruptions, more than "
+                                              f"{pct(CLAIM['headroom'])}",
               reason=f"{pct(CLAIM['headroom'])} covers the {pct(r['overhead'])} more GPU-time that "
-                     f"{r['name']}'s {pct(r['ett'])} effective training time needs; on the claimed count it makes "
-                     f"{fmt(ck['claimed_with_headroom'])}, and the next power of two is {fmt(q(plan, 'GPU'))} "
-                     f"(rounding first and adding headroom after would name {fmt(q(other, 'GPU'))})."),
+                     f"{r['name']}'s {pct(r['ett'])} effective training time needs (measured by others); on the "
+                     f"claimed count it makes {fmt(ck['claimed_with_headroom'])}, and the next power of two is "
+                     f"{fmt(q(plan, 'GPU'))} (rounding first and adding headroom after would name "
+                     f"{fmt(q(other, 'GPU'))})."),
     ]
 
 
@@ -278,6 +300,7 @@ def at_run_lengths(p, days=(30.0, 45.0, 60.0, 90.0, 120.0)) -> list[Chain]:
 
 def count_curves(p, mfus, days=(30.0, 60.0, 90.0)) -> dict[float, np.ndarray]:
     """Exact GPU count against MFU, one curve per run length (the parameters' own included)."""
+    import numpy as np
     ch = compute(p)
     C, R = as_float(ch["C"], "FLOP"), as_float(ch["R"], "FLOP/s/GPU")
     return {d: C / (R * np.asarray(mfus) * d * 86400) for d in sorted({*days, float(p.run_days)})}
@@ -285,6 +308,7 @@ def count_curves(p, mfus, days=(30.0, 60.0, 90.0)) -> dict[float, np.ndarray]:
 
 def planned_grid(p, mfus, days) -> np.ndarray:
     """log2 of the planned count (headroom, then the next power of two) over an MFU x run-length grid."""
+    import numpy as np
     ch = compute(p)
     C, R = as_float(ch["C"], "FLOP"), as_float(ch["R"], "FLOP/s/GPU")
     M, Dd = np.meshgrid(mfus, days)
@@ -380,7 +404,8 @@ def palm_fleet(headroom: float = 0.0) -> Chain:
     n, basis = _palm_basis()
     days = as_float((run.q("tokens") / run.q("tokens_per_second")).to("day"), "day")
     return fleet(n, as_float(run.q("tokens"), "token"), run.q("accelerator"), as_float(run.q("mfu")), days, headroom,
-                 4, kind="spec", source=f"{PALM_SRC}; model and run catalogs", basis=basis)
+                 4, kind="spec", source=f"{PALM_SRC}; model and run catalogs", basis=basis,
+                 mfu_kind=run["mfu"].kind)
 
 
 def palm_figures() -> dict:
@@ -463,4 +488,4 @@ def basis_texts() -> dict:
             "mg-error-lo": pct(1 - mg[0]["mfu6"] / mg[0]["printed"]), "palm-typed-error": pct(1 - pf["mfu6"] / pf["mfu"])}
 
 
-SPEC = Spec("fleet-size", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)
+SPEC = Spec("fleet-size", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED, closed_form=True)

@@ -6,7 +6,9 @@ the cache (the decode roofline of the rl-actor-learner chain sets the rate); the
 trained token plus 2N for the reference's log-probabilities (the KL term); no critic means no value
 model's forward, backward or state. Response lengths are log-normal clipped at the cap; a synchronous
 step holds every decode slot until the step's longest response ends (utils.training.rollouts: E[max of n] by
-quadrature, and a seeded simulation of it), then waits for the verifier and the weight broadcast.
+quadrature, and a seeded simulation of it over several seeds, drawn a group's longest at a time so its memory
+does not grow with the prompts), then waits for the verifier and the weight broadcast. Decode and the broadcast
+run at the achieved shares of their ceilings (the rl-actor-learner chain's parameters).
 """
 from __future__ import annotations
 
@@ -18,11 +20,14 @@ from utils import models
 from utils.chain import Chain, as_float
 from utils.chains import rl_actor_learner as rl
 from utils.params import Param, ParameterError, Result, Spec
-from utils.training import rollouts
+from utils.roofline import fraction_params
+from utils.training import collectives, rollouts
 from utils.units import fmt, pct, q
 from utils.verdicts import READING, WRONG, Claim
 
-SIMULATION = "response lengths of a step's samples, drawn from the clipped log-normal (seeded)"
+SIMULATION = "the longest response of each group, drawn from the clipped log-normal's F^G (seeded)"
+SIM_PROMPTS = 64     # groups simulated per step at most: the estimate's precision, not the step's size, sets it
+SEEDS = 5            # seeds the simulation's spread is shown over (seed, seed + 1, ...)
 
 PARAMETERS = (
     Param("model", "llama-3-70b", "the policy: a catalog key or config.json", check="model",
@@ -54,6 +59,8 @@ PARAMETERS = (
     Param("n_learner_gpus", 64, "GPUs training", unit="GPU", check="whole", source="this book's assumption"),
     Param("sim_steps", 300, "steps simulated", check="whole", source="this book's choice (sampling error a few %)"),
     Param("seed", 0, "the simulation's seed", check="non_negative", source="this book's choice"),
+    *fraction_params(),
+    *collectives.link_fraction_params(),
 )
 REFUSED = {name: "follows from model=; set model instead" for name in ("n_params", "kv_bytes_per_token")}
 
@@ -81,7 +88,9 @@ def rl_inputs(p, context) -> SimpleNamespace:
                            rollout_tokens_per_step=float(p.n_prompts * p.samples_per_prompt * p.median_response_tokens),
                            mean_context_tokens=float(context), decode_batch=p.decode_batch,
                            actor_gpus_per_replica=p.actor_gpus_per_replica, mfu=p.mfu,
-                           n_actor_gpus=p.n_actor_gpus, n_learner_gpus=p.n_learner_gpus)
+                           n_actor_gpus=p.n_actor_gpus, n_learner_gpus=p.n_learner_gpus,
+                           compute_fraction=p.compute_fraction, bandwidth_fraction=p.bandwidth_fraction,
+                           nvlink_fraction=p.nvlink_fraction, fabric_fraction=p.fabric_fraction)
 
 
 def validate(p) -> None:
@@ -93,29 +102,53 @@ def validate(p) -> None:
                              f"actor_gpus_per_replica={p.actor_gpus_per_replica}")
 
 
+def simulated_longest(p, seed: int) -> float:
+    """Mean longest of a prompt's samples over sim_steps x min(P, SIM_PROMPTS) simulated groups, one seed."""
+    a = (p.median_response_tokens, p.sigma, p.max_response_tokens)
+    groups = p.sim_steps * min(p.n_prompts, SIM_PROMPTS)
+    return float(rollouts.simulate_longest(groups, p.samples_per_prompt, *a, np.random.default_rng(seed)).mean())
+
+
 def lengths(p) -> dict:
-    """The length statistics: closed-form (quadrature) and simulated."""
+    """The length statistics: closed-form (quadrature) and simulated (the page's seed)."""
     a = (p.median_response_tokens, p.sigma, p.max_response_tokens)
     n_s = p.n_prompts * p.samples_per_prompt
-    rng = np.random.default_rng(p.seed)
-    x = rollouts.simulate_lengths((p.sim_steps, p.n_prompts, p.samples_per_prompt), *a, rng)
     return dict(E_X=rollouts.expected_length(*a), E_G=rollouts.expected_max(p.samples_per_prompt, *a),
                 E_S=rollouts.expected_max(n_s, *a), p_cap=rollouts.cap_probability(*a),
-                sim_X=float(x.mean()), sim_G=float(x.max(axis=2).mean()), sim_S=float(x.max(axis=(1, 2)).mean()))
+                sim_G=simulated_longest(p, p.seed))
 
 
-def grpo_chain(p, *, source="parameters cell") -> Chain:
+def seed_spread(p) -> dict:
+    """The simulated longest over SEEDS seeds, each against the quadrature within four standard errors of its
+    own draws (the check holds on every seed, not on the one the page draws)."""
+    a = (p.median_response_tokens, p.sigma, p.max_response_tokens)
+    groups = p.sim_steps * min(p.n_prompts, SIM_PROMPTS)
+    exact = rollouts.expected_max(p.samples_per_prompt, *a)
+    runs = []
+    for s in range(p.seed, p.seed + SEEDS):
+        x = rollouts.simulate_longest(groups, p.samples_per_prompt, *a, np.random.default_rng(s))
+        se = float(x.std(ddof=1)) / groups ** 0.5 if groups > 1 else float("inf")
+        runs.append((s, float(x.mean()), se, abs(float(x.mean()) - exact) <= 4 * se))
+    return dict(exact=exact, runs=runs, lo=min(r[1] for r in runs), hi=max(r[1] for r in runs),
+                every_seed=all(r[3] for r in runs), groups=groups)
+
+
+def grpo_chain(p) -> Chain:
     L = lengths(p)
+
+    def src(name, kind="assumption"):   # the parameter's own source at its default, the reader's otherwise
+        s = SPEC.source(p, name)
+        return dict(kind=kind if s != "parameters cell" else "assumption", source=s)
     ctx = p.prompt_tokens + L["E_X"] / 2
     r = rl.rl_chain(**rl._args(rl_inputs(p, ctx), m=p.model, acc_a=p.gpu, acc_l=p.gpu, fabric=p.link))
     n = models.param_count(p.model)
     ch = Chain(f"GRPO step: {p.model.name}, {p.samples_per_prompt} samples per prompt, on {p.gpu.name}")
-    ch.given("P", q(p.n_prompts, "sequence"), "prompts per step", kind="assumption", source=source)
-    ch.given("G", p.samples_per_prompt, "samples per prompt", kind="spec", source="the claim")
+    ch.given("P", q(p.n_prompts, "sequence"), "prompts per step", **src("n_prompts"))
+    ch.given("G", p.samples_per_prompt, "samples per prompt", **src("samples_per_prompt", "spec"))
     ch.step("n_s", "P*G", "sequence", "responses per step")
     qt = "token/sequence"
-    ch.given("T_p", q(p.prompt_tokens, qt), "prompt tokens", kind="assumption", source=source)
-    ch.given("T_max", q(p.max_response_tokens, qt), "generation cap", kind="spec", source="the claim")
+    ch.given("T_p", q(p.prompt_tokens, qt), "prompt tokens", **src("prompt_tokens"))
+    ch.given("T_max", q(p.max_response_tokens, qt), "generation cap", **src("max_response_tokens", "spec"))
     ch.given("E_X", q(L["E_X"], qt), "mean response, log-normal clipped at the cap", kind="derived",
              source="utils.training.rollouts.expected_length (Simpson quadrature)")
     ch.given("p_cap", L["p_cap"], "share of responses cut at the cap", kind="derived", source="utils.training.rollouts")
@@ -141,19 +174,20 @@ def grpo_chain(p, *, source="parameters cell") -> Chain:
              source="utils.training.rollouts.expected_max: integral of 1 - F^G")
     ch.given("E_S", q(L["E_S"], qt), "expected longest of the step's samples", kind="derived",
              source="utils.training.rollouts.expected_max: integral of 1 - F^(P G)")
-    ch.given("sim_G", q(L["sim_G"], qt), f"longest of a prompt's samples, mean over {p.sim_steps} simulated steps",
-             kind="derived", source=f"seeded simulation (seed {p.seed})")
+    ch.given("sim_G", q(L["sim_G"], qt), f"longest of a prompt's samples, mean over "
+             f"{p.sim_steps * min(p.n_prompts, SIM_PROMPTS):,} simulated groups", kind="derived",
+             source=f"seeded simulation (seed {p.seed}; utils.training.rollouts.simulate_longest)")
     ch.step("f_tail", "1 - E_X/E_S", "", "decode slots idle while the step waits for its longest")
     # --- times
     ch.given("r_a", r["r_a"], "generation rate per actor GPU, slots full", kind="derived", source=rl.__name__)
     ch.given("r_l", q(as_float(r["r_l"], "token/s/GPU") * 6 / as_float(ch["k_u"], "FLOP/parameter/token"),
                       "token/s/GPU"), "update rate per learner GPU at these FLOPs per token", kind="derived",
              source="the rl-actor-learner learner rate, scaled by 6 / k_u")
-    ch.given("n_a", q(p.n_actor_gpus, "GPU"), "actor GPUs", kind="assumption", source=source)
-    ch.given("n_l", q(p.n_learner_gpus, "GPU"), "learner GPUs", kind="assumption", source=source)
+    ch.given("n_a", q(p.n_actor_gpus, "GPU"), "actor GPUs", **src("n_actor_gpus"))
+    ch.given("n_l", q(p.n_learner_gpus, "GPU"), "learner GPUs", **src("n_learner_gpus"))
     ch.step("t_g", "R/(n_a*r_a)", "s", "generation time, slots always full")
     ch.step("t_G", "t_g*E_S/E_X", "s", "generation time, slots held to the step's longest")
-    ch.given("t_v", q(p.verifier_seconds, "s"), "the verifier", kind="assumption", source=source)
+    ch.given("t_v", q(p.verifier_seconds, "s"), "the verifier", **src("verifier_seconds"))
     ch.given("t_b", r["t_b"], "weight broadcast, pipelined", kind="derived", source="the rl-actor-learner chain")
     ch.step("t_u", "D/(n_l*r_l)", "s", "update time")
     ch.step("T_s", "t_G + t_v + t_b + t_u", "s", "synchronous step: generate, verify, broadcast, train")
@@ -198,13 +232,15 @@ def claims() -> list[Claim]:
         "grpo", quote=QUOTE, source="spec/001, paragraph on GRPO",
         claimed="rollouts and rewards carry the cost", derived=f"rollouts hold {pct(held)} of the GPU-seconds",
         verdict=verdict,
-        reason=(f"Rollouts hold {pct(held)} of the GPU-seconds (slots kept to the step's longest response; "
-                f"{pct(share)} if slots were always full), the verifier stops the fleet for {fmt(ch['t_v'])}, "
-                f"but in FLOPs the learner still does "
+        reason=(f"Rollouts hold {pct(held)} of the GPU-seconds (slots kept to the step's longest response, decode "
+                f"at {pct(p.bandwidth_fraction)} of HBM bandwidth; {pct(share)} if slots were always full), the "
+                f"verifier stops the fleet for {fmt(ch['t_v'])}, but in FLOPs the learner still does "
                 f"{fmt(flop_ratio, digits=2)} times the generation's {fmt(ch['F_g'])}; dropping the value model "
-                f"saves {fmt(ch['F_v'])} a step."),
-        reading=("cost as the GPU-time rollouts hold: decode slots kept until the step's longest response ends, "
-                 "plus the verifier's wait; not FLOPs, and not the decode work with every slot full"),
+                f"saves {fmt(ch['F_v'])} a step. The share rests on this book's response lengths (log-normal, "
+                f"median {fmt(q(p.median_response_tokens, 'token'))}), which the source does not give."),
+        reading=("'moves the cost from the learner to rollouts and rewards' read with 'cost' as the GPU-time each "
+                 "side holds: decode slots kept until the step's longest response ends, plus the verifier's wait; "
+                 "not FLOPs, and not the decode work with every slot full"),
         nearest_true="" if verdict == READING else "the learner carries most of the GPU-time at these inputs")]
 
 

@@ -73,33 +73,36 @@ def validate(p):
 
 def compute(p) -> Chain:
     ch = Chain("Five checks for a loss that stops moving")
-    src = "parameters cell"
     # 4. the loss scaler (computed first: its numbers are the chapter's opening example)
-    ch.given("S_0", p.init_scale, "initial loss scale", kind="spec", source=src)
-    ch.given("b", p.backoff_factor, "backoff on each overflow", kind="spec", source=src)
+    ch.given("S_0", p.init_scale, "initial loss scale", kind="spec", source=SPEC.source(p, "init_scale"))
+    ch.given("b", p.backoff_factor, "backoff on each overflow", kind="spec", source=SPEC.source(p, "backoff_factor"))
     ch.solve("k_1", "S_0*b**k_1 = 1", "", "overflows in a row to reach a scale of one")
-    ch.given("g_i", p.growth_interval, "clean steps per doubling", kind="spec", source=src)
+    ch.given("g_i", p.growth_interval, "clean steps per doubling", kind="spec",
+             source=SPEC.source(p, "growth_interval"))
     ch.step("s_rec", "g_i*k_1", "", "clean steps to grow back to the initial scale")
     # 2. the schedule
-    ch.given("eta_p", p.peak_lr, "peak learning rate", kind="assumption", source=src)
-    ch.given("T_s", p.schedule_steps, "steps the schedule was set for", kind="assumption", source=src)
-    ch.given("T_r", p.run_steps, "steps the run takes", kind="assumption", source=src)
+    ch.given("eta_p", p.peak_lr, "peak learning rate", kind="assumption", source=SPEC.source(p, "peak_lr"))
+    ch.given("T_s", p.schedule_steps, "steps the schedule was set for", kind="assumption",
+             source=SPEC.source(p, "schedule_steps"))
+    ch.given("T_r", p.run_steps, "steps the run takes", kind="assumption", source=SPEC.source(p, "run_steps"))
     ch.given("eta", cosine_lr(p.read_step, p.peak_lr, p.warmup_steps, p.schedule_steps),
              "learning rate at the step read (warmup, cosine)", kind="derived", source="utils.training.plateau.cosine_lr")
     ch.step("z", "1 - T_s/T_r", "", "share of the run at zero learning rate")
-    ch.given("g", p.grad_norm, "grad norm", kind="assumption", source=src)
-    ch.given("c", p.clip_norm, "clipping max_norm", kind="assumption", source=src)
+    ch.given("g", p.grad_norm, "grad norm", kind="assumption", source=SPEC.source(p, "grad_norm"))
+    ch.given("c", p.clip_norm, "clipping max_norm", kind="assumption", source=SPEC.source(p, "clip_norm"))
     sgd = p.optimizer == "sgd"
     # clip_grad_norm_ scales the gradient by min(1, c/g); SGD's update follows it, Adam's m/sqrt(v) does not
     ch.given("u_c", min(1.0, p.clip_norm / p.grad_norm) if sgd else 1.0,
              "update scale under clipping: min(1, c/g) for SGD, 1 for Adam",
              kind="derived", source="torch.nn.utils.clip_grad_norm_'s rule; Adam's update m/sqrt(v) (arXiv:1412.6980)")
     # 3. repeated data
-    ch.given("B", q(p.batch_tokens, "token"), "tokens per step", kind="assumption", source=src)
-    ch.given("D_s", q(p.shard_tokens, "token"), "tokens in the shard", kind="assumption", source=src)
+    ch.given("B", q(p.batch_tokens, "token"), "tokens per step", kind="assumption",
+             source=SPEC.source(p, "batch_tokens"))
+    ch.given("D_s", q(p.shard_tokens, "token"), "tokens in the shard", kind="assumption",
+             source=SPEC.source(p, "shard_tokens"))
     ch.step("E", "T_r*B/D_s", "", "epochs over the shard")
     # 5. one rank sending zeros
-    ch.given("N", p.n_ranks, "data-parallel ranks", kind="assumption", source=src)
+    ch.given("N", p.n_ranks, "data-parallel ranks", kind="assumption", source=SPEC.source(p, "n_ranks"))
     ch.step("m", "N**-1", "", "share of the mean gradient one rank's zeros remove")
     ch.step("b_r", "1 - N**-1", "", "effective batch scale")
     if sgd:
@@ -153,4 +156,4 @@ def exercises(p, ch: Chain) -> dict:
             "ex3-missing": pct(n4["rank_missing_share"])}
 
 
-SPEC = Spec("loss-plateau", PARAMETERS, RESULTS, compute, validate=validate)
+SPEC = Spec("loss-plateau", PARAMETERS, RESULTS, compute, validate=validate, closed_form=True)

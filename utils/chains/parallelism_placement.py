@@ -4,23 +4,22 @@ and what that costs on NVLink and on the fabric against the step's compute.
 TP: four all-reduces of the activation A = 2sbh per layer per micro-batch (Megatron's f and g; counted by
 utils.training.tp_sim), 2(t-1)/t of A each; PP: A forward and its gradient back at a boundary, 2A/t per GPU; DP: a
 ring all-reduce of the GPU's gradient shard, plus NCCL's latency per bucket call. Divided by the compute,
-TP's share is 2(t-1)Ru/(9hB): width against the chip's compute-to-bandwidth ratio. The model is one
-parameter (a dense catalog model or a config.json).
+TP's share is 2(t-1)Ru/(9hB): width against the chip's compute-to-bandwidth ratio, B a link's achieved rate
+(NVLink and the fabric at the shares NCCL's all-reduce was measured to reach, collectives.link_fraction_params).
+The model is one parameter (a dense catalog model or a config.json).
 """
 from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from utils import catalog
 from utils.chain import Chain, as_float, memoised
 from utils.models import is_moe, param_count
 from utils.params import Param, ParameterError, Result, Spec
-from utils.training import collectives, flops_per_parameter_token
+from utils.training import collectives, flops_per_parameter_token, zero_bytes_per_param
 from utils.training.collectives import allreduce_bytes, pipeline_bytes, tensor_parallel_bytes
 from utils.units import duration, fmt, num, pct, q, short
-from utils.verdicts import READING, WRONG, Claim
+from utils.verdicts import HOLDS, WRONG, Claim
 
 LLAMA_RUN = "llama-3-405b-pretraining"
 MFU_SRC = "assumption: Llama 3 405B reported 38% to 43% BF16 MFU on H100 (arXiv:2407.21783, Table 4)"
@@ -56,6 +55,7 @@ PARAMETERS = (
           source=MFU_SRC),
     Param("fabric", "ib-ndr", "interconnect catalog key: the scale-out fabric, one port per GPU",
           check="interconnect", source="catalog: InfiniBand NDR (the run's RoCE has the same rate per port)"),
+    *collectives.link_fraction_params(),
 )
 REFUSED = {name: "the width, layers and parameter count follow from model= (a catalog key or a config.json); "
                  "set model instead, so no result mixes two architectures"
@@ -76,11 +76,11 @@ RESULTS = (
 CLAIM_QUOTE = ("Three ways to split a training job, one table, and the rule that places each of them: "
                "activations on NVLink, gradients on the fabric, stage boundaries in between. With the byte "
                "counts that justify the placement.")
-# "Holds" means: TP on the fabric costs more than half the step, on NVLink under a tenth; DP fits the fabric
-# in under a tenth (bytes and NCCL's latency, Megatron-LM's buckets) and leaves under a twentieth exposed
-# after the backward pass; PP in under a hundredth.
-THRESHOLDS = dict(tp_fabric_above=0.50, tp_nvlink_below=0.10, dp_fabric_below=0.10, dp_exposed_below=0.05,
-                  pp_fabric_below=0.01)
+# What the byte counts are held to: TP on the fabric would cost more than half the step (NVLink cuts it by the
+# links' ratio); DP fits the fabric in under a tenth (bytes and NCCL's latency, Megatron-LM's buckets) and leaves
+# under a twentieth exposed after the backward pass; PP in under a hundredth. "In between" by bytes: PP's bytes
+# between TP's and DP's.
+THRESHOLDS = dict(tp_fabric_above=0.50, dp_fabric_below=0.10, dp_exposed_below=0.05, pp_fabric_below=0.01)
 
 
 def _run_row(row: int) -> dict:
@@ -95,7 +95,8 @@ def claim_inputs() -> dict:
     r2, seq = _run_row(2), int(as_float(run.q("table4_row2_seq_len"), "token"))
     return dict(model=run.q("model"), gpu=run.q("accelerator"), tp=r2["tp"], pp=r2["pp"], dp=r2["dp"], seq_len=seq,
                 global_batch_tokens=float(r2["dp"] * r2["batch_per_dp"] * seq), micro_batch=1, mfu=0.40,
-                fabric="ib-ndr")
+                fabric="ib-ndr", nvlink_fraction=collectives.LINK_FRACTIONS[0],
+                fabric_fraction=collectives.LINK_FRACTIONS[1])
 
 
 def stage_layers(n_layers, pp):
@@ -128,26 +129,56 @@ def check_layout(m, tp, pp, dp, seq_len, global_batch_tokens, micro_batch):
                              f"be a whole number >= 1")
 
 
-def placement(model, gpu, tp, pp, dp, seq_len, global_batch_tokens, micro_batch, mfu, fabric, *,
+def state_per_gpu(m, tp, pp, dp):
+    """Training state on a GPU of the busiest stage, in bytes: bf16 weights and gradients whole, Adam's fp32
+    master and moments sharded over the data-parallel replicas (ZeRO-1, Megatron's distributed optimizer). A lower
+    bound: activations and buffers come on top."""
+    L = int(as_float(m.q("n_layers")))
+    pc = param_count(m)
+    per_layer = as_float((pc["attention"] + pc["mlp"] + pc["norms"]) / L, "parameter")
+    return per_layer * stage_layers(L, pp) / tp * zero_bytes_per_param(1, dp)
+
+
+def check_memory(m, acc, tp, pp, dp):
+    """A layout whose training state alone overfills a GPU's HBM is refused with the shortfall and the fewest
+    pipeline stages that fit (no traffic or time is priced for a plan that cannot run)."""
+    hbm = as_float(acc.q("hbm_capacity"), "B")
+    need = state_per_gpu(m, tp, pp, dp)
+    if need <= hbm:
+        return
+    L = int(as_float(m.q("n_layers")))
+    fits = [k for k in range(pp, L + 1) if stage_layers(L, k) is not None and state_per_gpu(m, tp, k, dp) <= hbm]
+    raise ParameterError(
+        f"pp={pp}: the training state alone is {fmt(q(need, 'B').to('GB'))} a GPU (bf16 weights and gradients, "
+        f"Adam sharded over dp={dp}), {fmt(q(need - hbm, 'B').to('GB'))} more than {acc.name}'s "
+        f"{fmt(acc.q('hbm_capacity').to('GB'))}; " + (f"the fewest pipeline stages that fit: pp={fits[0]}" if fits else
+                                                     "no pipeline depth fits: raise tp or use a larger GPU"))
+
+
+def placement(model, gpu, tp, pp, dp, seq_len, global_batch_tokens, micro_batch, mfu, fabric,
+              nvlink_fraction=collectives.LINK_FRACTIONS[0], fabric_fraction=collectives.LINK_FRACTIONS[1], *,
               bucket_params=None, source="parameters cell") -> Chain:
+    """`source`: one text for every parameter's row, or a function of the parameter's name (SPEC.source)."""
+    src = (lambda name: source) if isinstance(source, str) else source
     m, acc, link = catalog.model(model), catalog.accelerator(gpu), catalog.interconnect(fabric)
     check_layout(m, tp, pp, dp, seq_len, global_batch_tokens, micro_batch)
-    for entry, field in ((acc, "bf16_dense"), (acc, "scaleup_bandwidth_unidirectional"),
+    for entry, field in ((acc, "bf16_dense"), (acc, "scaleup_bandwidth_unidirectional"), (acc, "hbm_capacity"),
                          (link, "bandwidth_unidirectional")):
         if field not in entry:
             raise ParameterError(f"{entry.key!r} has no {field} in the catalog")
+    check_memory(m, acc, tp, pp, dp)
     pc = param_count(m)
     n_layers = int(as_float(m.q("n_layers")))
     ch = Chain(f"{m.name}: TP {tp} x PP {pp} x DP {dp} on {acc.name}")
     # --- the layout and the step ---
-    ch.given("t", tp, "tensor-parallel degree", kind="assumption", source=source)
-    ch.given("p", pp, "pipeline stages", kind="assumption", source=source)
-    ch.given("d", dp, "data-parallel replicas", kind="assumption", source=source)
+    ch.given("t", tp, "tensor-parallel degree", kind="assumption", source=src("tp"))
+    ch.given("p", pp, "pipeline stages", kind="assumption", source=src("pp"))
+    ch.given("d", dp, "data-parallel replicas", kind="assumption", source=src("dp"))
     ch.step("n", "t*p*d", "", "GPUs")
-    ch.given("s", q(seq_len, "token/sequence"), "sequence length", kind="assumption", source=source)
-    ch.given("b", q(micro_batch, "sequence"), "sequences per micro-batch", kind="assumption", source=source)
+    ch.given("s", q(seq_len, "token/sequence"), "sequence length", kind="assumption", source=src("seq_len"))
+    ch.given("b", q(micro_batch, "sequence"), "sequences per micro-batch", kind="assumption", source=src("micro_batch"))
     ch.given("T_g", q(global_batch_tokens, "token"), "tokens per step (global batch)", kind="assumption",
-             source=source)
+             source=src("global_batch_tokens"))
     ch.step("m", "T_g/(d*s*b)", "", "micro-batches per replica per step")
     ch.given("h", int(as_float(m.q("d_model"))), "model width", kind="spec", source=f"{m.name} config")
     ch.given("L", n_layers, "layers", kind="spec", source=f"{m.name} config")
@@ -178,7 +209,7 @@ def placement(model, gpu, tp, pp, dp, seq_len, global_batch_tokens, micro_batch,
         ch.given("b_g", q(collectives.megatron_bucket_params(dp), "parameter"), "gradient bucket (Megatron-LM's rule)",
                  kind="assumption", source=MEGATRON_BUCKET_SRC)
     else:
-        ch.given("b_g", q(bucket_params, "parameter"), "gradient bucket", kind="assumption", source=source)
+        ch.given("b_g", q(bucket_params, "parameter"), "gradient bucket", kind="assumption", source=src("bucket"))
     ch.step("n_b", "ceiling(P_g/b_g)", "", "DP: all-reduce calls per step, one per bucket")
     ch.given("g", GPUS_PER_NODE, "GPUs per node, one fabric port each", kind="assumption", source=PORT_SRC)
     ch.step("M_d", "ceiling(d*Min(1, t*p/g))", "", "nodes a DP ring spans (groups ordered TP, PP, DP from the innermost)")
@@ -190,15 +221,20 @@ def placement(model, gpu, tp, pp, dp, seq_len, global_batch_tokens, micro_batch,
     ch.given("a_net", q(LATENCY_US["network"], "us"), "latency per network ring step", kind="assumption", source=NCCL_LAT_SRC)
     ch.step("l_d", "(2*(d - 1) - n_x)*a_nv + n_x*a_net", "ms", "DP: latency of one all-reduce call")
     # --- the links and the step's compute ---
-    ch.given("B_nv", acc["scaleup_bandwidth_unidirectional"], "NVLink per GPU, one way")
-    ch.given("B_f", link["bandwidth_unidirectional"], f"fabric per GPU, one way ({link.name})",
+    ch.given("B_nv0", acc["scaleup_bandwidth_unidirectional"], "NVLink per GPU, one way (datasheet)")
+    ch.given("B_f0", link["bandwidth_unidirectional"], f"fabric per GPU, one way ({link.name}, datasheet)",
              kind=link["bandwidth_unidirectional"].kind, source=f"{link['bandwidth_unidirectional'].cite}; {PORT_SRC}")
+    collectives.add_link_fraction_inputs(ch, nvlink_fraction, fabric_fraction, link.key,
+                                         source=source if isinstance(source, str) else "parameters cell")
+    ch.step("B_nv", "eta_nv*B_nv0", "GB/s", "NVLink per GPU, one way, achieved")
+    ch.step("B_f", "eta_x*B_f0", "GB/s", "fabric per GPU, one way, achieved")
     ch.given("N", pc["total"], "parameters, counted from the config", kind="derived",
              source=f"{m.name} config (utils.models.param_count)")
     ch.given("k6", q(flops_per_parameter_token()["train"], "FLOP/parameter/token"),
              "training FLOPs per parameter per token", kind="derived", source="the six-nd chapter")
     ch.given("R", acc["bf16_dense"], "dense bf16 peak per GPU")
-    ch.given("u", mfu, "model FLOPs utilisation", kind="assumption", source=MFU_SRC)
+    ch.given("u", mfu, "model FLOPs utilisation", kind="assumption",
+             source=MFU_SRC if isinstance(source, str) else src("mfu"))
     ch.step("t_c", "k6*N*T_g/(n*R*u)", "s", "compute time per step")
     for ax in ("TP", "PP", "DP"):
         if ax == "DP":   # the gradient all-reduce pays the ring's latency once per bucket call
@@ -223,11 +259,11 @@ def placement(model, gpu, tp, pp, dp, seq_len, global_batch_tokens, micro_batch,
 
 def _args(p) -> dict:
     return {k: p[k] for k in ("model", "gpu", "tp", "pp", "dp", "seq_len", "global_batch_tokens", "micro_batch",
-                              "mfu", "fabric")}
+                              "mfu", "fabric", "nvlink_fraction", "fabric_fraction")}
 
 
 def compute(p) -> Chain:
-    return placement(**_args(p))
+    return placement(**_args(p), source=lambda name: SPEC.source(p, name))
 
 
 def validate(p):
@@ -317,6 +353,7 @@ def closed_glue(ch: Chain) -> dict:
 
 
 def figure_data(ch: Chain) -> dict:
+    import numpy as np
     widths = np.geomspace(2048, 131072, 100)
     t, R, u = as_float(ch["t"]), as_float(ch["R"], "FLOP/s"), as_float(ch["u"])
     nv, f = as_float(ch["B_nv"], "B/s"), as_float(ch["B_f"], "B/s")
@@ -356,32 +393,35 @@ def checks() -> dict:
     bytes_order = sorted(V, key=V.get, reverse=True)
     T = THRESHOLDS
     tests = dict(
-        tp=f["f_TP_f"] > T["tp_fabric_above"] and f["f_TP_nv"] < T["tp_nvlink_below"] and V["TP"] > V["DP"] > V["PP"],
+        tp=f["f_TP_f"] > T["tp_fabric_above"] and V["TP"] > max(V["DP"], V["PP"]),
         dp=f["f_DP_f"] < T["dp_fabric_below"] and f_exp < T["dp_exposed_below"],
         pp=f["f_PP_f"] < T["pp_fabric_below"], sync_order=K["TP"] > K["PP"] > K["DP"],
-        bytes_order=bytes_order == ["TP", "DP", "PP"],
+        bytes_order=bytes_order == ["TP", "DP", "PP"], pp_between_by_bytes=V["TP"] > V["PP"] > V["DP"],
         latency_by_hand=n_b == as_float(cl["n_b"]) and math.isclose(as_float(cl["t_DP_lat"], "s"), n_b * lat, rel_tol=1e-9),
         roce_same=math.isclose(as_float(roce["f_TP_f"]), f["f_TP_f"], rel_tol=1e-12), closed=abs(f["f_TP_f"] / cf - 1) < 0.05,
         ddp_exposed=as_float(cl_ddp["f_DP_exp"]) > T["dp_fabric_below"],
-        window=dp_window > 1 and as_float(cl["t_DP_bw"] / cl["t_bwd"], "") < 1)
+        window=dp_window > 1)
     f_exp_ddp = as_float(cl_ddp["f_DP_exp"])
     table = [("TP on the fabric, share of the step", pct(f["f_TP_f"]), f"> {pct(T['tp_fabric_above'])}"),
-             ("TP on NVLink, share of the step", pct(f["f_TP_nv"]), f"< {pct(T['tp_nvlink_below'])}"),
+             ("TP on NVLink, share of the step", pct(f["f_TP_nv"]),
+              f"shown: the fabric's share over {num(as_float(cl['B_nv'] / cl['B_f'], ''))}"),
              ("DP on the fabric, share of the step", pct(f["f_DP_f"]), f"< {pct(T['dp_fabric_below'])}"),
              ("DP on the fabric / last micro-batch's backward", num(dp_window), "shown: above 1, it does not all hide"),
              ("DP exposed after the overlap, share of the step (Megatron-LM buckets)", pct(f_exp),
               f"< {pct(T['dp_exposed_below'])}"),
              (f"the same with PyTorch's {fmt(q(DDP_BUCKET_MIB, 'MiB'))} buckets", pct(f_exp_ddp), "shown: the other reading"),
              ("PP on the fabric, share of the step", pct(f["f_PP_f"], 2), f"< {pct(T['pp_fabric_below'])}"),
-             ("order by bytes per GPU per step", " > ".join(bytes_order), "TP first"),
-             ("order by synchronisations per step", "TP > PP > DP", "PP in between"),
+             ("order by bytes per GPU per step", " > ".join(bytes_order), "PP in between: TP > PP > DP"),
+             ("order by synchronisations per step", "TP > PP > DP", "shown: not a byte count"),
              ("TP on the fabric, closed form", pct(cf), "within 5% of the count")]
     glue = {
         "claim-gpus": fmt(catalog.run(LLAMA_RUN).q("table4_row2_gpus")), "claim-tp": str(ci["tp"]),
         "claim-pp": str(ci["pp"]), "claim-dp": str(ci["dp"]),
         "c-tp": str(ci["tp"]), "c-pp": str(ci["pp"]), "c-dp": str(ci["dp"]), "c-seq": fmt(q(ci["seq_len"], "token")),
         "c-batch": f"{short(ci['global_batch_tokens'])} tokens", "c-mfu": pct(ci["mfu"]),
-        "c-x": pct(T["tp_fabric_above"]), "c-y": pct(T["tp_nvlink_below"]), "c-dpx": pct(T["dp_fabric_below"]),
+        "c-x": pct(T["tp_fabric_above"]), "c-dpx": pct(T["dp_fabric_below"]),
+        "c-eta-nv": pct(as_float(cl["eta_nv"])), "c-eta-x": pct(as_float(cl["eta_x"])),
+        "c-nv-over-f": num(as_float(cl["B_nv"] / cl["B_f"], "")),
         "c-ppx": pct(T["pp_fabric_below"]), "c-vtp": fmt(cl["V_TP"]), "c-vdp": fmt(cl["V_DP"]), "c-vpp": fmt(cl["V_PP"]),
         "c-ftpnv": pct(f["f_TP_nv"]), "c-ftpf": pct(f["f_TP_f"]), "c-fdpf": pct(f["f_DP_f"]), "c-fppf": pct(f["f_PP_f"], 2),
         "c-ktp": fmt(cl["k_TP"]), "c-kpp": fmt(cl["k_PP"]), "c-tc": fmt(cl["t_c"]), "c-cf": pct(cf),
@@ -399,28 +439,30 @@ def checks() -> dict:
 def claims() -> list[Claim]:
     ck = checks()
     cl, f, t = ck["chain"], ck["f"], ck["tests"]
-    ok = t["tp"] and t["dp"] and t["pp"] and t["sync_order"]
+    ok = t["tp"] and t["dp"] and t["pp"] and t["pp_between_by_bytes"]
     return [Claim(
         "placement", quote=CLAIM_QUOTE,
         source="spec/001, paragraph on parallelism placement; layout from the Llama 3 paper, Table 4 row 2",
-        claimed="activations (TP) on NVLink, gradients (DP) on the fabric, stage boundaries (PP) in between",
+        claimed="activations (TP) on NVLink, gradients (DP) on the fabric, stage boundaries (PP) in between, "
+                "justified by the byte counts",
         derived=(f"Llama-3-405B, TP {int(as_float(cl['t']))} x PP {int(as_float(cl['p']))} x DP {int(as_float(cl['d']))}, "
-                 f"H100 + NDR: TP {fmt(cl['V_TP'])}, DP {fmt(cl['V_DP'])}, PP {fmt(cl['V_PP'])} per GPU per step; "
-                 f"TP {pct(f['f_TP_nv'])} of the step on NVLink, {pct(f['f_TP_f'])} on the fabric; DP "
-                 f"{pct(f['f_DP_f'])} and PP {pct(f['f_PP_f'], 2)} on the fabric"),
-        verdict=READING if ok else WRONG,
-        reading="'in between' is an order by how often each axis synchronises (and how near the layouts place "
-                "it), not by bytes; the gradients are bucketed as Megatron-LM buckets them",
-        nearest_true="" if ok else "the byte counts do not separate the three placements at these inputs",
-        reason=("TP and DP placements hold by bytes and by time. DP, priced with NCCL's ring latency "
-                f"({fmt(cl['n_b'])} calls at Megatron-LM's bucket of {short(as_float(cl['b_g'], 'parameter'))} "
-                f"parameters), is {pct(f['f_DP_f'])} of the step unhidden; it does not all hide behind the last "
-                f"backward pass ({num(ck['dp_window'])} times that window) and leaves {duration(cl['t_DP_exp'])} "
-                f"exposed, {pct(ck['f_exp'])} of the step (with PyTorch's {fmt(q(DDP_BUCKET_MIB, 'MiB'))} buckets "
-                f"it would be {pct(ck['f_exp_ddp'])}). 'In between' holds as an order by how often each axis "
-                f"synchronises (TP {fmt(cl['k_TP'])} collectives a step, PP {fmt(cl['k_PP'])} sends, DP one "
-                "all-reduce), not by bytes: the pipeline moves the fewest bytes of the three, so bytes alone "
-                "would put it farthest out."))]
+                 f"H100 + NDR at their achieved rates: TP {fmt(cl['V_TP'])}, DP {fmt(cl['V_DP'])}, PP {fmt(cl['V_PP'])} "
+                 f"per GPU per step; TP {pct(f['f_TP_nv'])} of the step on NVLink, {pct(f['f_TP_f'])} on the fabric; "
+                 f"DP {pct(f['f_DP_f'])} and PP {pct(f['f_PP_f'], 2)} on the fabric"),
+        verdict=HOLDS if ok else WRONG,
+        nearest_true="" if ok else (
+            f"The byte counts justify two of the three placements: activations on NVLink (TP moves {fmt(cl['V_TP'])} "
+            f"per GPU per step, {pct(f['f_TP_f'])} of the step on the fabric against {pct(f['f_TP_nv'])} on NVLink) and "
+            f"gradients on the fabric (DP {fmt(cl['V_DP'])}, {pct(f['f_DP_f'])} of the step). By bytes the stage "
+            f"boundaries go farthest out ({fmt(cl['V_PP'])}, {pct(f['f_PP_f'], 2)} of the step); what puts them in "
+            f"between is how often they block: {fmt(cl['k_PP'])} sends a step on the critical path against one "
+            f"all-reduce that overlaps the backward pass."),
+        reason=(f"The source says the byte counts justify the placement, and they justify two thirds of it: TP's "
+                f"{fmt(cl['V_TP'])} per GPU per step would take {pct(f['f_TP_f'])} of the step on the fabric, and DP's "
+                f"{fmt(cl['V_DP'])}, priced with NCCL's ring latency at Megatron-LM's buckets, takes {pct(f['f_DP_f'])} "
+                f"and leaves {pct(ck['f_exp'])} exposed. But the stage boundaries move the fewest bytes of the "
+                f"three ({fmt(cl['V_PP'])}), so by bytes they belong farthest out, not in between: that place rests "
+                f"on how often they block ({fmt(cl['k_PP'])} sends a step), which is not a byte count."))]
 
 
 # --- what changes the answer, and the exercises ---------------------------------------------------
@@ -464,4 +506,5 @@ def exercises(p, ch: Chain) -> dict:
             "e3-t": str(ci["tp"]), "e3-h": fmt(h_e3, style="plain"), "e3-x": num(h_e3 / as_float(cl["h"]))}
 
 
-SPEC = Spec("parallelism-placement", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)
+SPEC = Spec("parallelism-placement", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED,
+            closed_form=True)

@@ -2,20 +2,22 @@
 the actor:learner ratio that follows, and the idle time on-policy training builds in.
 
 Generation on an actor replica is a decode step: it reads the weights once per batch and each sequence's
-KV cache once, so its rate is the decode roofline's. The update costs 6N FLOPs per token at the tensor rate
-times the MFU. After every full-parameter update all weights go to the actors. The ratio rho = r_l / r_a
-balances tokens made against tokens trained; a synchronous loop idles whichever side is not running, and a
-loop one step late overlaps the two.
+KV cache once, so its rate is the decode roofline's at the achieved shares of HBM bandwidth and the dense
+peak (utils.roofline.fraction_params); the broadcast runs at the fabric's measured share (collectives). The
+update costs 6N FLOPs per token at the tensor rate times the MFU. After every full-parameter update all
+weights go to the actors. The ratio rho = r_l / r_a balances tokens made against tokens trained; a synchronous
+loop idles whichever side is not running, and a loop one step late overlaps the two.
 """
 from __future__ import annotations
 
-import numpy as np
+import math
 
 from utils import catalog, models
 from utils.chain import Chain, as_float, memoised
 from utils.display import table
 from utils.params import Param, ParameterError, Result, Spec
-from utils.training import zero_bytes_per_param
+from utils.roofline import FRACTIONS, add_fraction_inputs, fraction_params
+from utils.training import collectives, zero_bytes_per_param
 from utils.units import fmt, pct, q
 from utils.verdicts import UNCHECKABLE, Claim
 
@@ -41,6 +43,8 @@ PARAMETERS = (
           source="catalog: InfiniBand NDR"),
     Param("n_actor_gpus", 64, "GPUs generating rollouts", unit="GPU", check="whole", source="this book's assumption"),
     Param("n_learner_gpus", 64, "GPUs running the update", unit="GPU", check="whole", source="this book's assumption"),
+    *fraction_params(),
+    *collectives.link_fraction_params(),
 )
 REFUSED = {name: "the parameter count, layers and KV bytes all follow from model=; set model instead, so no "
                  "result mixes two architectures"
@@ -50,7 +54,8 @@ RESULTS = (
     Result("broadcast_bytes", "GB", "Weights broadcast to the actors every step", of="W_b"),
     Result("broadcast_time", "s", "Broadcast time, pipelined, one NIC per actor GPU", of="t_b"),
     Result("broadcast_time_sharded", "s", "Broadcast time, one broadcast per tensor-parallel shard", of="t_sh"),
-    Result("decode_tokens_per_gpu", "token/s/GPU", "Generation rate per actor GPU (roofline floor)", of="r_a"),
+    Result("decode_tokens_per_gpu", "token/s/GPU", "Generation rate per actor GPU (roofline at achieved shares)",
+           of="r_a"),
     Result("train_tokens_per_gpu", "token/s/GPU", "Update rate per learner GPU", of="r_l"),
     Result("balanced_actor_learner_ratio", "", "Actor GPUs per learner GPU that balance tokens", of="rho"),
     Result("step_time_sync", "s", "Synchronous on-policy step time", of="T_s"),
@@ -77,8 +82,12 @@ def fit_problem(m, acc_a, acc_l, b_w, context, batch, g, n_l) -> str:
     per_replica = acc_a.q("hbm_capacity").to("GB") * g * _util().q
     need = models.weight_bytes(m, b_w) + batch * models.kv_bytes_per_token(m, KV_BYTES) * q(context, "token")
     if need > per_replica:
+        kv_seq = models.kv_bytes_per_token(m, KV_BYTES) * q(context, "token")
+        fits = int(max(0.0, as_float((per_replica - models.weight_bytes(m, b_w)) / kv_seq, "")))
         return (f"decode_batch={batch} at mean_context_tokens={context:g} needs {fmt(need.to('GB'))} per replica, "
-                f"more than {g} x {acc_a.key} give the engine: lower decode_batch or raise actor_gpus_per_replica")
+                f"{fmt((need - per_replica).to('GB'))} more than {g} x {acc_a.key} give the engine; the largest "
+                f"batch that fits is {fits}" + (": lower decode_batch" if fits else ", none: the weights alone do "
+                "not fit") + " or raise actor_gpus_per_replica")
     state = models.param_count(m)["total"] * q(ADAM_BYTES, "byte/parameter")
     if state / n_l > acc_l.q("hbm_capacity"):
         return (f"the training state, {fmt(state.to('TB'))}, does not fit on n_learner_gpus={n_l} x {acc_l.key} "
@@ -102,9 +111,15 @@ def validate(p) -> None:
 
 
 def rl_chain(m, acc_a, acc_l, fabric, weight_bytes_per_param, rollout_tokens_per_step, mean_context_tokens,
-             decode_batch, actor_gpus_per_replica, mfu, n_actor_gpus, n_learner_gpus, *,
+             decode_batch, actor_gpus_per_replica, mfu, n_actor_gpus, n_learner_gpus,
+             compute_fraction=None, bandwidth_fraction=None, nvlink_fraction=None, fabric_fraction=None, *,
              source="parameters cell") -> Chain:
-    """The RL step for catalog entries (model, actor GPU, learner GPU, fabric)."""
+    """The RL step for catalog entries (model, actor GPU, learner GPU, fabric); the achieved shares default to
+    the catalog's. `source`: one text for every parameter's row, or a function of the parameter's name."""
+    src = (lambda name: source) if isinstance(source, str) else source
+    changed = source if isinstance(source, str) else "parameters cell"
+    cf, bf = (compute_fraction or FRACTIONS[0]), (bandwidth_fraction or FRACTIONS[1])
+    nvf, fxf = (nvlink_fraction or collectives.LINK_FRACTIONS[0]), (fabric_fraction or collectives.LINK_FRACTIONS[1])
     nvl = catalog.interconnect(acc_a.q("scaleup_link"))
     n = models.param_count(m)
     per_gpu = q(1, "GPU")
@@ -115,21 +130,25 @@ def rl_chain(m, acc_a, acc_l, fabric, weight_bytes_per_param, rollout_tokens_per
     ch.given("N_a", n["active"], "weights multiplied per token", kind="derived", source=MODELS_SOURCE)
     ch.given("N_r", n["total"] - n["embedding"], "weights a decode step reads (all but the embedding lookup)",
              kind="derived", source=MODELS_SOURCE)
-    ch.given("b_w", q(weight_bytes_per_param, "byte/parameter"), "bytes per weight", kind="assumption", source=source)
+    ch.given("b_w", q(weight_bytes_per_param, "byte/parameter"), "bytes per weight", kind="assumption",
+             source=src("weight_bytes_per_param"))
     ch.step("W_b", "N_s*b_w", "GB", "weights to broadcast after every update")
     # --- generation: a decode step on one actor replica
     ch.given("P_a", acc_a.q("bf16_dense").to("TFLOP/s") / per_gpu, "actor dense bf16 rate per GPU",
              kind=acc_a["bf16_dense"].kind, source=acc_a["bf16_dense"].cite)
     ch.given("BW_a", acc_a.q("hbm_bandwidth").to("TB/s") / per_gpu, "actor HBM bandwidth per GPU",
              kind=acc_a["hbm_bandwidth"].kind, source=acc_a["hbm_bandwidth"].cite)
-    ch.given("B", q(decode_batch, "sequence"), "sequences a replica decodes together", kind="assumption", source=source)
-    ch.given("g", q(actor_gpus_per_replica, "GPU"), "GPUs per actor replica", kind="assumption", source=source)
+    add_fraction_inputs(ch, cf, bf, source=changed)
+    ch.given("B", q(decode_batch, "sequence"), "sequences a replica decodes together", kind="assumption",
+             source=src("decode_batch"))
+    ch.given("g", q(actor_gpus_per_replica, "GPU"), "GPUs per actor replica", kind="assumption",
+             source=src("actor_gpus_per_replica"))
     ch.given("tau", q(1, "token/sequence"), "tokens a sequence adds per decode step", kind="derived",
              source="decode: one token per sequence per step")
     ch.given("kappa", models.kv_bytes_per_token(m, KV_BYTES), "KV cache per token, all layers", kind="derived",
              source="utils.models.kv_bytes_per_token, bf16 cache")
     ch.given("T_c", q(mean_context_tokens, "token/sequence"), "mean context while decoding", kind="assumption",
-             source=source)
+             source=src("mean_context_tokens"))
     ch.step("kv_s", "kappa*T_c", "GB/sequence", "KV cache per sequence at the mean context")
     ch.given("C_a", acc_a.q("hbm_capacity").to("GB") / per_gpu, "actor HBM per GPU (datasheet)",
              kind=acc_a["hbm_capacity"].kind, source=acc_a["hbm_capacity"].cite)
@@ -146,18 +165,18 @@ def rl_chain(m, acc_a, acc_l, fabric, weight_bytes_per_param, rollout_tokens_per
     ch.step("M_d", "N_r*b_w + B*kv_s", "GB", "bytes one decode step reads on a replica")
     ch.step("m_tok", "M_d/(B*tau)", "GB/token", "bytes read per generated token")
     ch.step("F_d", "B*(k_f*N_a*tau + I_kv*kv_s)", "TFLOP", "FLOPs of one decode step")
-    ch.step("t_d", "Max(F_d/(g*P_a), M_d/(g*BW_a))", "ms", "decode step time (roofline floor)")
+    ch.step("t_d", "Max(F_d/(g*eta_P*P_a), M_d/(g*eta_W*BW_a))", "ms", "decode step time (roofline at achieved shares)")
     ch.step("r_a", "B*tau/(g*t_d)", "token/s/GPU", "generation rate per actor GPU")
     # --- the update
     ch.given("P_l", acc_l.q("bf16_dense").to("TFLOP/s") / per_gpu, "learner dense bf16 rate per GPU",
              kind=acc_l["bf16_dense"].kind, source=acc_l["bf16_dense"].cite)
     ch.given("k_t", q(6, "FLOP/parameter/token"), "training FLOPs per weight per token", kind="derived",
              source="the 6ND chapter")
-    ch.given("mu", mfu, "learner MFU", kind="assumption", source=source)
+    ch.given("mu", mfu, "learner MFU", kind="assumption", source=src("mfu"))
     ch.step("c_t", "k_t*N_a", "GFLOP/token", "training FLOPs per token")
     ch.step("r_l", "mu*P_l/c_t", "token/s/GPU", "update rate per learner GPU")
     ch.given("a_s", q(ADAM_BYTES, "byte/parameter"), "training state per weight", kind="assumption", source=ADAM_SOURCE)
-    ch.given("n_l", q(n_learner_gpus, "GPU"), "learner GPUs", kind="assumption", source=source)
+    ch.given("n_l", q(n_learner_gpus, "GPU"), "learner GPUs", kind="assumption", source=src("n_learner_gpus"))
     ch.step("S_l", "a_s*N_s/n_l", "GB/GPU", "training state per learner GPU, fully sharded")
     # --- the ratio that balances production and consumption
     ch.solve("rho", "rho*r_a = r_l", "", "actor GPUs per learner GPU at which tokens made = tokens trained")
@@ -165,19 +184,21 @@ def rl_chain(m, acc_a, acc_l, fabric, weight_bytes_per_param, rollout_tokens_per
     bw = fabric["bandwidth_unidirectional"]
     ch.given("B_nic", bw.q.to("GB/s") / per_gpu, f"fabric per GPU, one NIC each, one way ({fabric.name})",
              kind=bw.kind, source=bw.cite)
-    ch.given("n_a", q(n_actor_gpus, "GPU"), "actor GPUs", kind="assumption", source=source)
+    ch.given("n_a", q(n_actor_gpus, "GPU"), "actor GPUs", kind="assumption", source=src("n_actor_gpus"))
+    collectives.add_link_fraction_inputs(ch, nvf, fxf, fabric.key, source=changed)
     ch.given("h", q(1, "GPU"), "NICs a pipelined broadcast passes each byte through at a time", kind="derived",
              source=PIPE_SOURCE)
-    ch.step("t_uni", "(n_a/g)*W_b/(h*B_nic)", "s", "one learner NIC sends a full copy to each replica in turn")
-    ch.step("t_b", "W_b/(h*B_nic)", "s", "a pipelined broadcast, every actor GPU receiving the full copy")
-    ch.step("t_sh", "W_b/(Min(g, n_l)*B_nic)", "s", "one broadcast per tensor-parallel shard: each actor GPU receives its shard")
+    ch.step("t_uni", "(n_a/g)*W_b/(h*eta_x*B_nic)", "s", "one learner NIC sends a full copy to each replica in turn")
+    ch.step("t_b", "W_b/(h*eta_x*B_nic)", "s", "a pipelined broadcast, every actor GPU receiving the full copy")
+    ch.step("t_sh", "W_b/(Min(g, n_l)*eta_x*B_nic)", "s",
+            "one broadcast per tensor-parallel shard: each actor GPU receives its shard")
     nbw = nvl["bandwidth_unidirectional"]
     ch.given("B_nvl", nbw.q.to("GB/s") / per_gpu, f"scale-up link per GPU, one way ({nvl.name})", kind=nbw.kind,
              source=nbw.cite)
-    ch.step("t_nvl", "W_b/(g*B_nvl)", "s", "the sharded broadcast inside one NVLink domain")
+    ch.step("t_nvl", "W_b/(g*eta_nv*B_nvl)", "s", "the sharded broadcast inside one NVLink domain")
     # --- one step, synchronous on-policy
     ch.given("R", q(rollout_tokens_per_step, "token"), "tokens generated (and trained on) per step",
-             kind="assumption", source=source)
+             kind="assumption", source=src("rollout_tokens_per_step"))
     ch.step("T_g", "R/(n_a*r_a)", "s", "generation phase")
     ch.step("T_u", "R/(n_l*r_l)", "s", "update phase")
     ch.step("T_s", "T_g + T_u + t_b", "s", "synchronous step: generate, update, broadcast, one after another")
@@ -200,13 +221,15 @@ def _args(p, **over) -> dict:
     a = dict(m=p.model, acc_a=p.gpu, acc_l=p.gpu, fabric=p.link, weight_bytes_per_param=p.weight_bytes_per_param,
              rollout_tokens_per_step=p.rollout_tokens_per_step, mean_context_tokens=p.mean_context_tokens,
              decode_batch=p.decode_batch, actor_gpus_per_replica=p.actor_gpus_per_replica, mfu=p.mfu,
-             n_actor_gpus=p.n_actor_gpus, n_learner_gpus=p.n_learner_gpus)
+             n_actor_gpus=p.n_actor_gpus, n_learner_gpus=p.n_learner_gpus, compute_fraction=p.compute_fraction,
+             bandwidth_fraction=p.bandwidth_fraction, nvlink_fraction=p.nvlink_fraction,
+             fabric_fraction=p.fabric_fraction)
     a.update(over)
     return a
 
 
 def compute(p) -> Chain:
-    return rl_chain(**_args(p))
+    return rl_chain(**_args(p), source=lambda name: SPEC.source(p, name))
 
 
 # --- the claim ------------------------------------------------------------------------------------
@@ -274,7 +297,8 @@ def claims() -> list[Claim]:
 # --- the page's sections ----------------------------------------------------------------------------
 def chain_glue(p, ch) -> dict:
     kv_share = as_float(ch["B"] * ch["kv_s"] / ch["W_b"], "")
-    bound = "memory bandwidth" if (ch["M_d"] / ch["BW_a"]) >= (ch["F_d"] / ch["P_a"]) else "compute"
+    bound = ("memory bandwidth" if (ch["M_d"] / (ch["eta_W"] * ch["BW_a"])) >= (ch["F_d"] / (ch["eta_P"] * ch["P_a"]))
+             else "compute")
     return {"intro-model": p.model.name, "intro-link": p.link.name, "p-gpu": p.gpu.name,
             "p-bw": fmt(ch["BW_a"] * q(1, "GPU"), "TB/s"), "p-peak": fmt(ch["P_a"] * q(1, "GPU"), "TFLOP/s"),
             "p-batch": fmt(p.decode_batch), "p-g": fmt(p.actor_gpus_per_replica),
@@ -289,8 +313,10 @@ def chain_glue(p, ch) -> dict:
             "p-fb": pct(ch["f_b"]), "p-rho-s": fmt(ch["rho_s"], digits=2), "p-rho-b": fmt(ch["rho_b"], digits=3),
             "p-flx": pct(ch["f_lx"]), "p-fax": pct(ch["f_ax"]), "p-speedup": f"{as_float(ch['S'], ''):.2f}",
             "p-m2": fmt(ch["M_2"] * q(1, "GPU")), "p-flx-bal": pct(ch["t_b"] / (ch["T_u"] + ch["t_b"])),
-            "p-nic": fmt(ch["B_nic"] * q(1, "GPU")), "p-tuni": fmt(ch["t_uni"]),
-            "p-nrep": fmt(p.n_actor_gpus // p.actor_gpus_per_replica), "p-nvl": fmt(ch["B_nvl"] * q(1, "GPU")),
+            "p-nic": fmt((ch["eta_x"] * ch["B_nic"] * q(1, "GPU")).to("GB/s")), "p-tuni": fmt(ch["t_uni"]),
+            "p-eta-w": pct(as_float(ch["eta_W"])), "p-eta-p": pct(as_float(ch["eta_P"])),
+            "p-nrep": fmt(p.n_actor_gpus // p.actor_gpus_per_replica),
+            "p-nvl": fmt((ch["eta_nv"] * ch["B_nvl"] * q(1, "GPU")).to("GB/s")),
             "p-tnvl": fmt(ch["t_nvl"], "ms")}
 
 
@@ -314,8 +340,9 @@ def checks() -> dict:
     hits = matching_readings()
     cc = claim_chain()
     nic_bits = catalog.interconnect("ib-ndr").q("bandwidth_unidirectional")
-    t_bits = (cc["W_b"].to("bit") / nic_bits).to("s")
+    t_bits = (cc["W_b"].to("bit") / (cc["eta_x"] * nic_bits)).to("s")
     r_a, r_l = as_float(cc["r_a"], "token/s/GPU"), as_float(cc["r_l"], "token/s/GPU")
+    import numpy as np
     split = np.linspace(1, 127, 12601)
     R = CLAIM_INPUTS["rollout_tokens_per_step"]
     t_s = R / (split * r_a) + R / ((128 - split) * r_l)
@@ -347,7 +374,7 @@ def balanced(p, actor_gpu, context, batch=None, **over):
     g = over.get("actor_gpus_per_replica", p.actor_gpus_per_replica)
     b = over.get("weight_bytes_per_param", p.weight_bytes_per_param)
     budget = acc.q("hbm_capacity").to("GB") * g * _util().q - models.weight_bytes(m, b)
-    cap = int(np.floor(as_float(budget / (models.kv_bytes_per_token(m, KV_BYTES) * q(context, "token")), "")))
+    cap = int(math.floor(as_float(budget / (models.kv_bytes_per_token(m, KV_BYTES) * q(context, "token")), "")))
     try:
         return rl_chain(**_args(p, acc_a=acc, mean_context_tokens=float(context),
                                 decode_batch=max(1, min(batch or p.decode_batch, cap)), **over))
@@ -385,6 +412,7 @@ def gpus_glue(p) -> dict:
 def idle_curves(p, ch) -> dict:
     """Idle fractions against the split of a fixed number of GPUs (the figure's right panel)."""
     G = p.n_actor_gpus + p.n_learner_gpus
+    import numpy as np
     split = np.arange(1, G)
     ra, rl = as_float(ch["r_a"], "token/s/GPU"), as_float(ch["r_l"], "token/s/GPU")
     t_b, R = as_float(ch["t_b"], "s"), p.rollout_tokens_per_step
@@ -421,7 +449,7 @@ def exercises(p, ch: Chain) -> dict:
         e1_na = "none (the model does not fit on an H200 replica of this size)"
     else:
         g = p.actor_gpus_per_replica
-        e1_na = fmt(q(int(np.ceil(as_float(e1["rho"], "") * E1_LEARNERS / g) * g), "GPU"))
+        e1_na = fmt(q(int(math.ceil(as_float(e1["rho"], "") * E1_LEARNERS / g) * g), "GPU"))
     m = catalog.model("llama-3-70b")
     L, d, H, Hkv, hd, dff = (int(m.q(k).m) for k in ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff"))
     shapes = [(d, H * hd), (d, Hkv * hd), (d, Hkv * hd), (H * hd, d), (d, dff), (d, dff), (dff, d)]
@@ -439,8 +467,8 @@ def exercises(p, ch: Chain) -> dict:
     return {"e1-nl": fmt(q(E1_LEARNERS, "GPU")), "e1-ra": say(e1, "r_a"), "e1-rho": say(e1, "rho"), "e1-na": e1_na,
             "e2-r": fmt(LORA_RANK), "e2-params": fmt(lora_params), "e2-bytes": fmt(lora_bytes),
             "e2-share": pct(as_float(lora_bytes / full, "")), "e2-full": fmt(full),
-            "e2-t": fmt((lora_bytes / (ch["B_nic"] * q(1, "GPU"))).to("ms")),
+            "e2-t": fmt((lora_bytes / (ch["eta_x"] * ch["B_nic"] * q(1, "GPU"))).to("ms")),
             "e3-faster": f"{as_float(ch['t_b'] / ch['t_sh'], ''):.0f}", "e3-r": fmt(q(e3_R, "token"))}
 
 
-SPEC = Spec("rl-actor-learner", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)
+SPEC = Spec("rl-actor-learner", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED, closed_form=True)

@@ -7,7 +7,7 @@ sets N, L and d_attn together, so the model is one parameter.
 """
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
 
 from utils import catalog
 from utils.chain import Chain, as_float, memoised
@@ -15,7 +15,10 @@ from utils.models import attention_width, n_layers, param_count
 from utils.params import Param, Result, Spec
 from utils.training import attention_flops_per_token, flops_per_parameter_token, six_nd
 from utils.units import fmt, pct, q, short
-from utils.verdicts import Claim, judge, ratio, sig_fig_tolerance
+from utils.verdicts import HOLDS, WRONG, Claim, ratio, rounds_to
+
+if TYPE_CHECKING:
+    import numpy as np
 
 PARAMETERS = (
     Param("model", "llama-3-70b", "the model: a catalog key or the path of a Hugging Face config.json",
@@ -44,12 +47,14 @@ def architecture(m) -> dict:
 
 
 def training_compute(n_params, n_tokens, context_tokens, n_layers, d_attn, *, kind="assumption",
-                     source="parameters cell") -> Chain:
+                     source="parameters cell", sources=None) -> Chain:
+    """sources: D's and T's own sources by symbol, where they are not `source` (the model's)."""
+    src = {"D": source, "T": source, **(sources or {})}
     ch = Chain("Training compute")
-    six_nd(ch, n_params, n_tokens, kind=kind, source=source)
+    six_nd(ch, n_params, n_tokens, kind=kind, source=source, source_d=src["D"])
     ch.step("c_tok", "k*N", "FLOP/token", "FLOPs per training token")
     ch.given("L", n_layers, "layers", kind=kind, source=source)
-    ch.given("T", q(context_tokens, "token"), "training context", kind=kind, source=source)
+    ch.given("T", q(context_tokens, "token"), "training context", kind=kind, source=src["T"])
     ch.given("d_attn", d_attn, "attention width (heads x head dim)", kind=kind, source=source)
     ch.given("a", q(attention_flops_per_token()["causal"], "FLOP/token**2"),
              "causal attention FLOPs per token, per context token, per width", kind="derived",
@@ -63,8 +68,10 @@ def training_compute(n_params, n_tokens, context_tokens, n_layers, d_attn, *, ki
 
 
 def compute(p) -> Chain:
+    # D and T show their parameters' own sources while they hold the defaults (SPEC is defined below).
     return training_compute(**architecture(p.model), n_tokens=p.n_tokens, context_tokens=p.context_tokens,
-                            kind="spec", source=f"{p.model.name}, counted from its configuration")
+                            kind="spec", source=f"{p.model.name}, counted from its configuration",
+                            sources={"D": SPEC.source(p, "n_tokens"), "T": SPEC.source(p, "context_tokens")})
 
 
 # --- the claim ------------------------------------------------------------------------------------
@@ -88,18 +95,39 @@ def paper_route() -> dict:
                 ratio=ratio(ch["C"], run.q("train_flops")))
 
 
+QUOTE = ("The 6ND rule, where the 6 comes from, and the 6.3e24 that every training-time and GPU-count question "
+         "in the loop is built on.")
+# The same source names the run the 6.3e24 is of, in its cost paragraph: "a 70B training token" and "the whole
+# 15T-token run" (spec/001). Two figures, so the check is the rounding to two figures.
+INPUT_WORDS = ("a 70B training token", "the whole 15T-token run")
+FIGURES = 2
+
+
+def n_readings() -> dict:
+    """N as the source's nominal 70B and as Llama-3-70B counted: multiplied per token, and every parameter."""
+    counted = param_count(catalog.model("llama-3-70b"))
+    return {"nominal": CLAIM["n_params"], "counted, multiplied per token": counted["active"].m,
+            "counted, all parameters": counted["total"].m}
+
+
 def claims() -> list[Claim]:
     ch, claimed = claim_chain(), q(CLAIM["train_flops"], "FLOP")
-    tol = sig_fig_tolerance(claimed, 2)
+    k = flops_per_parameter_token()["train"]
+    by_n = {name: q(k * n * CLAIM["n_tokens"], "FLOP") for name, n in n_readings().items()}
+    holds = all(rounds_to(c, claimed, FIGURES) for c in by_n.values())
+    counted = ", ".join(f"{fmt(c, digits=5)} ({name}, {short(n)})" for (name, c), n in zip(by_n.items(), n_readings().values())
+                        if name != "nominal")
     return [Claim(
-        "train-flops",
-        quote="The 6ND rule, where the 6 comes from, and the 6.3e24 that every training-time and "
-              "GPU-count question in the loop is built on.",
-        source="spec/001, paragraph on the 6ND rule (70B parameters, 15T tokens)",
-        claimed=fmt(claimed), derived=fmt(ch["C"]), verdict=judge(ch["C"], claimed, tol),
-        reason=f"{flops_per_parameter_token()['train']} x {short(CLAIM['n_params'])} x "
-               f"{short(CLAIM['n_tokens'])} is {fmt(ch['C'])}; the rule leaves out attention, which adds "
-               f"{fmt(ch['s'].m * 100, digits=2)}% at Llama-3-70B's {fmt(ch['T'])} training context.")]
+        "train-flops", quote=QUOTE,
+        source="spec/001, paragraph on the 6ND rule; its N and D from the same source's cost paragraph",
+        claimed=fmt(claimed), derived=fmt(ch["C"]), verdict=HOLDS if holds else WRONG,
+        nearest_true="" if holds else f"6ND for Llama-3-70B on {short(CLAIM['n_tokens'])} tokens is {counted}",
+        reason=f"The same source names the run: \"{INPUT_WORDS[0]}\" and \"{INPUT_WORDS[1]}\". "
+               f"{k} x {short(CLAIM['n_params'])} x {short(CLAIM['n_tokens'])} is {fmt(ch['C'])}, and Llama-3-70B "
+               f"counted from its configuration gives {counted}: all three are {fmt(claimed, digits=FIGURES)} at the claim's "
+               f"{FIGURES} significant figures. "
+               f"The rule leaves out attention, which adds {fmt(ch['s'].m * 100, digits=2)}% at Llama-3-70B's "
+               f"{fmt(ch['T'])} training context.")]
 
 
 @memoised
@@ -116,6 +144,7 @@ def checks() -> dict:
 
 def attention_share_curves(contexts) -> dict[str, np.ndarray]:
     """Attention's share of 6ND against training context, for each Llama 3 model in the catalog."""
+    import numpy as np
     k, a = flops_per_parameter_token()["train"], attention_flops_per_token()["causal"]
     out = {}
     for key in (k_ for k_ in catalog.keys("model") if k_.startswith("llama-3")):
@@ -164,4 +193,4 @@ def flop_count_check(counted: dict) -> dict:
                 ratio=ratio(q(counted["flops"], "FLOP"), predicted), naive_ratio=ratio(q(counted["flops"], "FLOP"), naive))
 
 
-SPEC = Spec("six-nd", PARAMETERS, RESULTS, compute, refused=REFUSED)
+SPEC = Spec("six-nd", PARAMETERS, RESULTS, compute, refused=REFUSED, closed_form=True)

@@ -14,8 +14,6 @@ assumption, never a measurement; the gap against it is the difference between tw
 """
 from __future__ import annotations
 
-import numpy as np
-
 from utils import catalog
 from utils.chain import Chain, as_float, memoised
 from utils.chains.parallelism_placement import REFUSED as PLACEMENT_REFUSED
@@ -84,6 +82,8 @@ SUSPECTS = (
 
 def step_chain(model, gpu, tp, pp, dp, seq_len, global_batch_tokens, micro_batch, mfu, fabric, measured_step_s,
                *, source="parameters cell") -> Chain:
+    """source: one text for every parameter's row, or a function of the parameter's name (compute passes SPEC.source)."""
+    src = (lambda name: source) if isinstance(source, str) else source
     pl = placement(model, gpu, tp, pp, dp, seq_len, global_batch_tokens, micro_batch, mfu, fabric, source=source)
     ch = Chain(f"{pl.title}: the step-time budget")
     for name in ("n", "k6", "N", "T_g", "R", "u", "m", "p"):
@@ -100,7 +100,8 @@ def step_chain(model, gpu, tp, pp, dp, seq_len, global_batch_tokens, micro_batch
     ch.step("t_comm", "t_TP + t_PP + t_DP", "s", "communication on the critical path")
     ch.step("t_pred", "t_c + t_bub + t_comm", "s", "predicted step time")
     if measured_step_s > 0:
-        ch.given("t_ref", q(measured_step_s, "s"), "your measured step time", kind="measured", source=source)
+        ch.given("t_ref", q(measured_step_s, "s"), "your measured step time", kind="measured",
+                 source=src("measured_step_s"))
     else:
         run = catalog.run(RUN)
         ch.given("X", run.q("table4_row2_tflops_per_gpu"),
@@ -119,7 +120,7 @@ def _args(p) -> dict:
 
 
 def compute(p) -> Chain:
-    return step_chain(**_args(p))
+    return step_chain(**_args(p), source=lambda name: SPEC.source(p, name))
 
 
 def validate(p):
@@ -189,6 +190,7 @@ def claims() -> list[Claim]:
 
 # --- figure, what changes, exercises --------------------------------------------------------------
 def figure_data(ch: Chain) -> dict:
+    import numpy as np
     names, vals = zip(*parts(ch))
     return dict(names=list(names), seconds=np.asarray(vals), measured=as_float(ch["t_ref"], "s"),
                 predicted=as_float(ch["t_pred"], "s"))
@@ -233,4 +235,5 @@ def harness_prediction(mfu: float, gpu: str = HARNESS_GPU) -> dict:
     return dict(size=size, flops=flops, gpu=acc.name, predicted=(flops / (acc.q("bf16_dense") * mfu)).to("ms"))
 
 
-SPEC = Spec("step-time-budget", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)
+SPEC = Spec("step-time-budget", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED,
+            closed_form=True)

@@ -15,7 +15,7 @@ from utils.params import Inputs, Param, ParameterError, Result, Spec
 from utils.training import flops_per_parameter_token, h100_rental_rates, rental_rate_source
 from utils.training import stragglers as sg
 from utils.units import fmt, pct, q
-from utils.verdicts import HOLDS, READING, WRONG, Claim
+from utils.verdicts import HOLDS, UNCHECKABLE, WRONG, Claim
 
 LLAMA405_RUN = "llama-3-405b-pretraining"
 # arXiv:2208.11035 abstract: 8% average variation, outliers up to 1.5x (catalog software gpu-variability-sinha-2022)
@@ -97,7 +97,7 @@ def _price_provenance(usd):
 def straggler_chain(n_ranks, step_seconds, jitter_fraction, throttle_fraction, gpu_hour_usd,
                     false_alarm_rate, *, source="parameters cell") -> Chain:
     ch = Chain("The straggler tax")
-    ch.given("N", q(n_ranks, "GPU"), "ranks in the job", kind="assumption", source=source)
+    ch.given("N", q(n_ranks, "GPU"), "ranks in the job", **_provenance("n_ranks", n_ranks, "assumption"))
     ch.given("n_1", q(1, "GPU"), "the throttled rank (it works; it does not wait)", kind="definition",
              source="one rank")
     ch.given("t", q(step_seconds, "s"), "healthy step time", **_provenance("step_seconds", step_seconds, "derived"))
@@ -199,18 +199,22 @@ def tail_glue() -> dict:
             "t-small-n": fmt(q(1024, "GPU")), "t-small-exact": f"{t[1024]['exact']:.2f}"}
 
 
-def simulate_against_exact(ch: Chain, seed: int = 20261130) -> list[tuple]:
+SIM_SEEDS = (20261130, 20261131, 20261132, 20261133)   # the check runs on each, and holds on each
+
+
+def simulate_against_exact(ch: Chain, seeds=SIM_SEEDS) -> list[tuple]:
     """Seeded Monte-Carlo of the step (max over ranks), with and without the throttled rank, against the
-    integrals: (case, exact, simulated mean, standard error, steps)."""
+    integrals, once per seed: (case, seed, exact, simulated mean, standard error, steps)."""
     n, j, s = int(as_float(ch["N"], "GPU")), as_float(ch["j"]), as_float(ch["s"])
-    rng = np.random.default_rng(seed)
     steps = int(min(300, max(30, 5_000_000 // n)))   # bounded work for a reader's large N
-    plain = sg.simulate_step_times(n, steps, 1.0, j, rng=rng)
-    slow = sg.simulate_step_times(n, steps, 1.0, j, rng=rng, slow={0: s})
     rows = []
-    for name, sim, exact in (("jitter only", plain, 1 + as_float(ch["x_j"])),
-                             ("jitter + one throttled rank", slow, as_float(ch["m_s"]))):
-        rows.append((name, exact, float(sim.mean()), float(sim.std(ddof=1) / math.sqrt(steps)), steps))
+    for seed in seeds:
+        rng = np.random.default_rng(seed)
+        plain = sg.simulate_step_times(n, steps, 1.0, j, rng=rng)
+        slow = sg.simulate_step_times(n, steps, 1.0, j, rng=rng, slow={0: s})
+        for name, sim, exact in (("jitter only", plain, 1 + as_float(ch["x_j"])),
+                                 ("jitter + one throttled rank", slow, as_float(ch["m_s"]))):
+            rows.append((name, seed, exact, float(sim.mean()), float(sim.std(ddof=1) / math.sqrt(steps)), steps))
     return rows
 
 
@@ -250,15 +254,18 @@ def claims() -> list[Claim]:
                      "throttle adds less on top of a step the tail already set"),
         Claim("one-step", quote=QUOTES["one_step"], source="spec/001, paragraph on stragglers",
               claimed="the rank found in one step",
-              derived=f"one step for a throttle above {pct(thr['s_one'])} at {pct(CLAIM_INPUTS['jitter_fraction'])} "
-                      f"jitter; {small} steps for a {pct(0.02)} throttle",
-              verdict=READING if k1 == CLAIM["detect_steps"] else WRONG,
-              reading=f"the rank is throttled by more than {pct(thr['s_one'])} under jitter of "
-                      f"{pct(CLAIM_INPUTS['jitter_fraction'])}, and the timing is each rank's compute time",
-              nearest_true="" if k1 == CLAIM["detect_steps"] else f"the rank is found in {k1} steps",
-              reason=f"a single step of per-rank compute timings separates the throttled rank only if its delay "
-                     f"exceeds the flagging threshold times the jitter, above a throttle of {pct(thr['s_one'])}; "
-                     f"a {pct(0.02)} throttle needs {small} steps")]
+              derived=f"the book's figure: one step for a throttle above {pct(thr['s_one'])} at its assumed "
+                      f"{pct(CLAIM_INPUTS['jitter_fraction'])} jitter; {small} steps for a {pct(0.02)} throttle",
+              verdict=UNCHECKABLE,
+              reason=f"Whether one step of per-rank compute timings finds the rank depends on the throttle against "
+                     f"the per-rank noise, and the source gives neither (nor does any public source give the "
+                     f"noise), so it cannot be checked; at this book's assumed "
+                     f"{pct(CLAIM_INPUTS['jitter_fraction'])} jitter one step finds a throttle above "
+                     f"{pct(thr['s_one'])} ({steps_text(q(k1, ''))} for the book's {pct(CLAIM_INPUTS['throttle_fraction'])}), "
+                     f"and a {pct(0.02)} throttle needs {small} steps.")]
+
+
+PLANTED_SEEDS = (7, 8, 9)
 
 
 def planted_rank_found(trials: int, seed: int = 7) -> int:
@@ -280,17 +287,19 @@ def checks() -> dict:
     no_jitter = sg.simulate_rank_times(CLAIM["n_ranks"], 1, 6.2, 0.0, rng=np.random.default_rng(1), slow={123: 0.10})
     waits = sg.step_time(no_jitter)[0] - no_jitter[0]
     trials = 100
-    found = planted_rank_found(trials)
+    found_by_seed = {sd: planted_rank_found(trials, sd) for sd in PLANTED_SEEDS}
+    found = min(found_by_seed.values())
     p_one = sg.detection_probability(1, 0.10, 0.01, CLAIM["n_ranks"], 1e-5)
     thr = one_step_threshold()
     small = sg.steps_to_detect(0.02, 0.01, CLAIM["n_ranks"], 1e-5, DETECT_P)
     z = as_float(cc["z_N"])
     return dict(
         chain=cc, waiting=int((waits > 0).sum()), idle_over_delay=sg.idle_time(no_jitter)[0] / as_float(cc["d"], "s"),
-        found=found, trials=trials, p_one=p_one, z=z, thr=thr, small=small,
+        found=found, found_by_seed=found_by_seed, trials=trials, p_one=p_one, z=z, thr=thr, small=small,
         glue={"k-n": fmt(q(CLAIM["n_ranks"], "GPU")), "k-others": f"{CLAIM['others_taxed']:,}",
               "k-tax": pct(cc["x"]), "k-wait": pct(cc["f"]), "k-hours": fmt(cc["H"]), "k-usd": fmt(cc["C"]),
-              "k-z": f"{z:.2f}", "k-found": f"{found} of {trials}", "k-p-one": pct(p_one),
+              "k-z": f"{z:.2f}", "k-found": f"at least {found} of {trials} trials on each of {len(PLANTED_SEEDS)} seeds",
+              "k-p-one": pct(p_one),
               "k-s-one": pct(thr["s_one"]), "k-small": f"{small} steps",
               "k-small-time": fmt(q(small * 6.2 / 0.98, "s")), "k-s-one-expr": f"${sp.latex(thr['expr'])}$"})
 

@@ -65,20 +65,25 @@ RATE_KEY = "contract_1y"
 
 def goodput_chain(n_gpus, rate, unplanned, hang, delta_min, restart_min, timeout_min, short_min, price,
                   *, source="parameters cell") -> Chain:
+    """source: one source for every input the caller set, or a function of the parameter's name (compute passes
+    the spec's, so a default cites its own)."""
+    src = source if callable(source) else (lambda name: source)
     ch = Chain("Goodput, and the price of a hang")
-    ch.given("N", q(n_gpus, "GPU"), "GPUs in the job", source=source)
-    ch.given("r_f", q(rate, "1/GPU/day"), "interruptions per GPU-day", kind="assumption", source=source)
+    ch.given("N", q(n_gpus, "GPU"), "GPUs in the job", source=src("n_gpus"))
+    ch.given("r_f", q(rate, "1/GPU/day"), "interruptions per GPU-day", kind="assumption",
+             source=src("interruptions_per_gpu_day"))
     ch.solve("M", "r_f*N*M = 1", "hour", "job mean time between interruptions")
-    ch.given("f_u", q(unplanned, ""), "share that are failures", kind="assumption", source=source)
+    ch.given("f_u", q(unplanned, ""), "share that are failures", kind="assumption", source=src("unplanned_fraction"))
     ch.step("M_u", "M/f_u", "hour", "job mean time between failures")
-    ch.given("delta", q(delta_min, "minute"), "checkpoint pause", kind="assumption", source=source)
+    ch.given("delta", q(delta_min, "minute"), "checkpoint pause", kind="assumption", source=src("checkpoint_minutes"))
     ch.step("tau", TAU_FORMULA, "minute", "Young's checkpoint interval")
-    ch.given("t_0", q(restart_min, "minute"), "restart once detected", kind="assumption", source=source)
-    ch.given("h", q(hang, ""), "share of interruptions that are hangs", kind="assumption", source=source)
-    ch.given("t_w", q(timeout_min, "minute"), "collective timeout (NCCL default)", kind="spec", source=source)
+    ch.given("t_0", q(restart_min, "minute"), "restart once detected", kind="assumption", source=src("restart_minutes"))
+    ch.given("h", q(hang, ""), "share of interruptions that are hangs", kind="assumption", source=src("hang_fraction"))
+    ch.given("t_w", q(timeout_min, "minute"), "collective timeout (NCCL default)", kind="spec",
+             source=src("timeout_minutes"))
     ch.step("t_r", "t_0 + h*t_w", "minute", "mean stall per interruption")
     ch.step("G", GOODPUT_FORMULA, "", "goodput: productive time over wall time")
-    ch.given("t_s", q(short_min, "minute"), "a smaller timeout", kind="assumption", source=source)
+    ch.given("t_s", q(short_min, "minute"), "a smaller timeout", kind="assumption", source=src("short_timeout_minutes"))
     ch.step("t_rs", "t_0 + h*t_s", "minute", "mean stall with the smaller timeout")
     ch.step("G_s", GOODPUT_FORMULA.replace("t_r", "t_rs"), "", "goodput with the smaller timeout")
     ch.given("p_h", price[RATE_KEY], "price per GPU-hour")
@@ -96,7 +101,7 @@ def goodput_chain(n_gpus, rate, unplanned, hang, delta_min, restart_min, timeout
 def compute(p) -> Chain:
     return goodput_chain(p.n_gpus, p.interruptions_per_gpu_day, p.unplanned_fraction, p.hang_fraction,
                          p.checkpoint_minutes, p.restart_minutes, p.timeout_minutes, p.short_timeout_minutes,
-                         p.price)
+                         p.price, source=lambda name: SPEC.source(p, name))
 
 
 # --- the claims -----------------------------------------------------------------------------------
@@ -201,4 +206,4 @@ def exercises(p, ch: Chain) -> dict:
             "ex2-usd": fmt(hour["H"]), "ex2-goodput": f"{fmt(as_float(hour['G']) * 100)}%"}
 
 
-SPEC = Spec("training-goodput-hangs", PARAMETERS, RESULTS, compute)
+SPEC = Spec("training-goodput-hangs", PARAMETERS, RESULTS, compute, closed_form=True)
