@@ -20,6 +20,15 @@ def test_claim_holds_as_written():
     assert ck["r"]["invariant_same"] and 0 < ck["r"]["changed"] and ck["bits"] < 8
 
 
+def test_every_step_reproduces_on_every_seed():
+    assert chapter.SEEDS >= 3
+    runs = [chapter.seed_check(s) for s in range(chapter.SEEDS)]
+    assert all(r["holds"] for r in runs) and chapter.checks()["every_seed"]
+    sp = chapter.spread(chapter.SPEC.check())
+    assert 0.5 < sp["logits_changed"][0] and sp["top_shift_ulps"][1] < 256
+    assert sp["flip_per_token_fp32"][1] < 1e-5           # one float32 reduction rarely flips, on every seed
+
+
 def test_published_cost_and_its_restatement():
     r = chains.derive(SLUG)
     assert r["slowdown_deterministic"].m == pytest.approx(42 / 26 - 1)

@@ -4,27 +4,36 @@ import pytest
 from utils import catalog, chains, models
 from utils.chains import moe_1t_on_72_gpus as rack
 from utils.params import ParameterError
-from utils.verdicts import HOLDS, READING
+from utils.verdicts import HOLDS, READING, UNCHECKABLE, WRONG
 
 SLUG = "moe-1t-on-72-gpus"
 
 
 def test_claims_on_their_own_inputs():
-    c_rack, c_total = rack.claims()
-    assert c_rack.verdict == READING and "board" in c_rack.reading
-    assert c_total.verdict == HOLDS
+    weights, compute, a2a, total = rack.claims()
     ck = rack.checks()
+    # the weights fit in a fraction of the rack (7 of 72 GB200s); an H200 board is short, a B200 board is not
+    assert weights.verdict == WRONG and ck["w_rack"][1.0] == 7 and weights.nearest_true
+    assert ck["board_short"][1.0].to("GB").m > 0 > -ck["b200_spare"].to("GB").m
+    assert compute.verdict == READING and '"32 billion active per token"' in compute.reading
+    assert ck["active_share"] < 0.05
+    # the all-to-all is the largest term at one sequence, not with the rack filled: the load decides
+    assert a2a.verdict == UNCHECKABLE
+    pts = ck["points"]
+    assert pts[0]["batch"] == 1 and pts[0]["largest"] == "all-to-all"
+    assert pts[-1]["batch"] == ck["full_summary"]["max_batch"] and pts[-1]["largest"] == "KV cache"
+    assert pts[-1]["share"]["all-to-all"] < 0.15 < 0.7 < pts[-1]["share"]["KV cache"]
+    assert total.verdict == HOLDS
     assert ck["summary"]["fits"] and ck["summary"]["max_batch"] >= 72
-    assert ck["tiny_summary"]["a2a_share"] > 0.5 > ck["full_summary"]["a2a_share"]
-    assert ck["full_summary"]["kv_share"] > 0.5
-    assert ck["board_short"][1.0].to("GB").m > 0          # fp8 on an H200 board leaves no room to serve
+    assert all(not c.problems() for c in (weights, compute, a2a, total))
 
 
 def test_counts_and_the_published_floor():
     r = chains.derive(SLUG)
     assert r["weights_per_gpu"].to("GB").m == pytest.approx(27.58, abs=0.01)
     assert r["kv_bytes_per_token"].to("B/token").m == pytest.approx(61 * (512 + 64) * 2)
-    assert r["decode_step_floor"].to("ms").m == pytest.approx(15.70, abs=0.01)
+    assert r["decode_step_floor"].to("ms").m == pytest.approx(17.63, abs=0.01)   # at the achieved shares
+    assert r["decode_step_at_roof"].to("ms").m == pytest.approx(15.70, abs=0.01)
     assert r["alltoall_per_step"].to("ms").m == pytest.approx(3.18, abs=0.01)
     assert r["max_batch"].m == 4320
 
@@ -49,7 +58,7 @@ def test_loose_architecture_overrides_are_refused(name):
 
 def test_properties():
     base = chains.derive(SLUG)
-    longer = chains.derive(SLUG, context_tokens=65536)
+    longer = chains.derive(SLUG, context_tokens=65536, batch=2160)   # the largest batch that fits there
     assert longer["memory_per_gpu_used"] > base["memory_per_gpu_used"]
     assert longer["max_batch"] < base["max_batch"]
     fp8 = chains.derive(SLUG, kv_bytes_per_element=1.0)
@@ -74,7 +83,7 @@ def test_a_group_across_nodes_prices_the_fabric_share():
     assert ch["f_net"].m == pytest.approx(0.5) and ch["f_nv"].m == pytest.approx(7 / 16)
     per_layer = 16 * 8 * 7168 * (ch["b_d"] + ch["b_c"]).to("B").m * 0.5 / 50e9
     assert ch["t_bw"].to("s").m == pytest.approx(int(ch["L_m"].m) * per_layer, rel=1e-9)
-    one_node = mod.compute(chains.check("moe-1t-on-72-gpus", model="deepseek-v3", gpu="h200", n_gpus=8, batch=128))
+    one_node = mod.compute(chains.check("moe-1t-on-72-gpus", model="deepseek-v3", gpu="h200", n_gpus=8, batch=96))
     assert one_node["f_net"].m == 0
     with pytest.raises(chains.ParameterError, match="not a whole number"):
         chains.check("moe-1t-on-72-gpus", model="deepseek-v3", gpu="h200", n_gpus=12)
@@ -83,3 +92,23 @@ def test_a_group_across_nodes_prices_the_fabric_share():
 def test_moonshot_minimum_comes_from_the_catalog():
     v = catalog.entry("software", "kimi-k2-deployment")["min_h200"]
     assert rack.MOONSHOT_MIN_H200 == v.q.m == 16 and "16 GPUs" in v.note
+
+
+def test_the_decode_step_runs_at_the_achieved_shares_and_the_roof_is_only_a_bound():
+    from utils.roofline import FRACTIONS
+    spec = chains.spec("moe-1t-on-72-gpus")
+    assert tuple(spec.defaults()[k] for k in ("compute_fraction", "bandwidth_fraction")) == FRACTIONS
+    d = chains.derive("moe-1t-on-72-gpus")
+    roof = chains.derive("moe-1t-on-72-gpus", compute_fraction=1.0, bandwidth_fraction=1.0)
+    assert d["decode_step_floor"].m > d["decode_step_at_roof"].m
+    assert roof["decode_step_floor"].m == pytest.approx(roof["decode_step_at_roof"].m)
+    assert d["tokens_per_second"].m < roof["tokens_per_second"].m
+
+
+def test_a_plan_that_does_not_fit_is_refused_with_its_shortfall_and_the_batch_that_fits():
+    from utils.params import ParameterError
+    fits = chains.derive("moe-1t-on-72-gpus")["max_batch"].m
+    with pytest.raises(ParameterError, match=f"short by .*largest batch that fits .* is {int(fits):,}"):
+        chains.derive("moe-1t-on-72-gpus", batch=20000)
+    with pytest.raises(ParameterError, match="short by .*no batch fits"):
+        chains.derive("moe-1t-on-72-gpus", gpu="h200", n_gpus=8, batch=8)

@@ -44,3 +44,11 @@ def test_properties():
     assert peaky["average_utilisation"] < base["average_utilisation"]
     more = chains.derive("peak-vs-average", mean_tokens_per_second=2e5)
     assert more["replicas_static"].m == pytest.approx(2 * base["replicas_static"].m, abs=1)
+
+
+def test_the_gpu_hour_default_is_the_catalog_contract_price():
+    from utils import catalog
+    from utils.chains import peak_vs_average as pva
+    price = float(catalog.price("h100-rental").q("contract_1y").m)
+    assert next(p for p in chains.parameters("peak-vs-average") if p.name == "gpu_hour_usd").default == price
+    assert pva.CLAIM["gpu_hour_usd"] == price

@@ -76,3 +76,10 @@ def test_reused_instances_need_no_starts_and_keep_the_margin_positive():
     kinds = {r.name: r.kind for r in ch.rows}
     assert kinds["t_comp"] == kinds["t_g"] == kinds["T_r"] == "measured-by-others"
     assert kinds["c"] == kinds["pr"] == "market"
+
+
+def test_the_providers_cost_default_is_the_catalogs_contract_price():
+    from utils import catalog
+    from utils.chain import as_float
+    contract = catalog.price("h100-rental")["contract_1y"]
+    assert sc.SPEC.defaults()["cost_per_gpu_hour"] == as_float(contract.q, "USD/GPU/hour") and contract.kind == "market"

@@ -18,7 +18,7 @@ from utils.chain import Chain, as_float, memoised
 from utils.chains import multimodal_prefill as mm
 from utils.chains import replica_sizing as rs
 from utils.params import Result, Spec
-from utils.serving import admission, batching
+from utils.serving import admission
 from utils.serving import users_text as ucount
 from utils.units import duration, fmt, pct, q
 from utils.verdicts import UNCHECKABLE, WRONG, Claim
@@ -73,6 +73,7 @@ BOXES = (
 
 
 def sizing(p, *, source="parameters cell") -> Chain:
+    """replica-sizing's chain for this page's users, then the gateway's loads; source as rs.sizing_chain takes it."""
     ch = rs.sizing_chain(p.model, p.gpu, p.gpus_per_replica, p.gpus_per_node, p.users, p.context_tokens,
                          p.tokens_per_second_per_user, p.prompt_tokens_per_request, p.output_tokens_per_request,
                          p.weight_bytes_per_param, p.kv_bytes_per_element, p.gpu_memory_utilization,
@@ -89,7 +90,7 @@ def validate(p):
 
 
 def compute(p) -> Chain:
-    return sizing(p)
+    return sizing(p, source=lambda name: SPEC.source(p, name))
 
 
 def box_loads(ch) -> list[str]:
@@ -132,6 +133,7 @@ def admitted_by_the_box(ch) -> int:
 
 def step_agrees(ch) -> float:
     """utils.serving.batching's decode step at the binding batch, over the chain's own step time."""
+    from utils.serving import batching  # a numpy simulator: the page's check, not the chain (closed form)
     # replica-sizing keeps f per token (tau tokens per user per step); Engine wants FLOPs per sequence
     e = batching.Engine(wbytes=as_float(ch["N_r"] * ch["b_w"], "byte"), kvs=as_float(ch["kv_u"], "byte/sequence"),
                         W=as_float(ch["g"] * ch["W_e"], "byte/s"), P=as_float(ch["g"] * ch["P_e"], "FLOP/s"),
@@ -216,4 +218,5 @@ def exercises(p, ch) -> dict:
             "ex3-gap": duration(q(1 / rpu, "s")), "ex3-streams": ucount(base["N_u"])}
 
 
-SPEC = Spec("api-gateway-sizing", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)
+SPEC = Spec("api-gateway-sizing", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED,
+            closed_form=True)

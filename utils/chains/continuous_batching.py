@@ -9,6 +9,7 @@ second and the streaming path follow; the same seeded trace served by static and
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -16,9 +17,10 @@ import numpy as np
 from utils import catalog, models, serving
 from utils.chain import Chain, as_float, memoised
 from utils.params import Param, ParameterError, Result, Spec
+from utils.roofline import add_fraction_inputs, fraction_params
 from utils.serving import batching
-from utils.units import fmt, pct, q
-from utils.verdicts import READING, Claim
+from utils.units import fmt, num, pct, q
+from utils.verdicts import UNCHECKABLE, Claim
 
 MIX_SOURCE = ("this book's assumption: a chat turn of about a page of new prompt and half a page of reply "
               "(as in the replica-sizing chapter), earlier turns in the prefix cache, within a held context")
@@ -60,6 +62,7 @@ PARAMETERS = (
     Param("host_us_per_token", 10.0, "host time to detokenise and send one token to one client", unit="µs",
           check="non_negative", source=HOST_SOURCE),
     Param("seed", 0, "seed of the simulated trace", check="non_negative", source="this book's choice"),
+    *fraction_params(),
 )
 REFUSED = {name: "the weights, layers and KV bytes per token all follow from model= (a catalog key or a "
                  "config.json); set model instead, so no result mixes two architectures"
@@ -94,19 +97,27 @@ def validate(p):
                              f" must fit in context_tokens={p.context_tokens}")
 
 
-def batching_chain(p, *, source: str = "parameters cell") -> Chain:
-    """The chain on checked inputs p (model and gpu as catalog Entries): caps, batch, step, streaming."""
+def batching_chain(p, *, source: str | None = None) -> Chain:
+    """The chain on checked inputs p (model and gpu as catalog Entries): caps, batch, step, streaming. Each input
+    cites `source` where given (the claim's reading), else its parameter's own source (SPEC.source)."""
+    cite = (lambda _name: source) if source else (lambda name: SPEC.source(p, name))
     m, acc = p.model, p.gpu
     n = models.param_count(m)
     per_gpu = q(1, "GPU")
     b = serving.budget(m, acc, p.gpus_per_replica, 2.0, 2.0, p.context_tokens)
     ch = Chain(f"Continuous batching of {m.name} on {p.gpus_per_replica} x {acc.name}")
-    serving.add_budget_steps(ch, b, source=source, utilization_value=serving.vllm_utilization_value())
+    serving.add_budget_steps(ch, b, utilization_value=serving.vllm_utilization_value(),
+                             source={"g": cite("gpus_per_replica"), "T": cite("context_tokens"),
+                                     "b_w": source or "this page's assumption: bf16 weights, 2 bytes each"})
     # --- The step on the roofline.
     ch.given("P", acc.q("bf16_dense").to("TFLOP/s") / per_gpu, "dense bf16 rate per GPU", kind=acc["bf16_dense"].kind,
              source=acc["bf16_dense"].cite)
     ch.given("W", acc.q("hbm_bandwidth").to("TB/s") / per_gpu, "HBM bandwidth per GPU", kind=acc["hbm_bandwidth"].kind,
              source=acc["hbm_bandwidth"].cite)
+    # No step runs at the datasheet's roof: the achieved shares (catalog, or the reader's) scale both peaks.
+    add_fraction_inputs(ch, p.compute_fraction, p.bandwidth_fraction, source=source or "parameters cell")
+    ch.step("W_e", "eta_W*W", "TB/s/GPU", "achieved HBM bandwidth per GPU")
+    ch.step("P_e", "eta_P*P", "TFLOP/s/GPU", "achieved dense bf16 rate per GPU")
     ch.given("k", q(2, "FLOP/parameter/token"), "FLOPs per weight per token", kind="derived", source="a matrix product")
     ch.given("N_a", n["active"], "weights multiplied per token", kind="derived", source=MODELS_SOURCE)
     ch.given("N_r", n["total"] - n["embedding"], "weights read per step (all but the embedding lookup)",
@@ -116,22 +127,25 @@ def batching_chain(p, *, source: str = "parameters cell") -> Chain:
     ch.given("tau", q(1, "token/sequence"), "tokens each running sequence gains per step", kind="derived",
              source="decode")
     ch.step("f", "k*N_a*tau + I_kv*kappa*T", "GFLOP/sequence", "FLOPs per running sequence per step")
-    ch.given("p", q(p.mean_prompt_tokens, "token/sequence"), "mean prompt per request", kind="assumption", source=source)
-    ch.given("o", q(p.mean_output_tokens, "token/sequence"), "mean reply per request", kind="assumption", source=source)
+    ch.given("p", q(p.mean_prompt_tokens, "token/sequence"), "mean prompt per request", kind="assumption",
+             source=cite("mean_prompt_tokens"))
+    ch.given("o", q(p.mean_output_tokens, "token/sequence"), "mean reply per request", kind="assumption",
+             source=cite("mean_output_tokens"))
     ch.given("c", q(p.chunk_tokens, "token"), "prompt tokens a step may carry (the chunk)", kind="assumption",
-             source=source)
+             source=cite("chunk_tokens"))
     ch.given("nu", q(1, "sequence"), "the request a chunk belongs to", kind="derived", source="one prompt at a time")
     ch.step("M_ch", "rho*kappa*(c + nu*p/2)", "GB", "bytes a chunk adds: its KV written, half a prompt's KV read")
     ch.step("F_ch", "c*k*N_a + c/tau*I_kv*kappa*p/2", "TFLOP",
             "FLOPs a chunk adds: its weights' products, attention over half a prompt on average")
     # --- The batch the TPOT target allows, on each side of the roofline.
-    ch.given("L", q(p.tpot_target_s, "s").to("ms"), "TPOT target (p95)", kind="assumption", source=source)
-    ch.solve("B_m", "L = (N_r*b_w + B_m*kv_u + M_ch)/(g*W)", "sequence", "batch at which a chunk step's reads take L")
-    ch.solve("B_c", "L = (B_c*f + F_ch)/(g*P)", "sequence", "batch at which a chunk step's FLOPs take L")
+    ch.given("L", q(p.tpot_target_s, "s").to("ms"), "TPOT target (p95)", kind="assumption",
+             source=cite("tpot_target_s"))
+    ch.solve("B_m", "L = (N_r*b_w + B_m*kv_u + M_ch)/(g*W_e)", "sequence", "batch at which a chunk step's reads take L")
+    ch.solve("B_c", "L = (B_c*f + F_ch)/(g*P_e)", "sequence", "batch at which a chunk step's FLOPs take L")
     ch.step("B_L", "floor(Min(B_m, B_c))", "sequence", "TPOT batch: the most sequences whose step meets L")
     if ch["B_L"].m < 1:
-        t1 = max(as_float((ch["N_r"] * ch["b_w"] + ch["kv_u"] * ch["nu"] + ch["M_ch"]) / (ch["g"] * ch["W"]), "ms"),
-                 as_float((ch["f"] * ch["nu"] + ch["F_ch"]) / (ch["g"] * ch["P"]), "ms"))
+        t1 = max(as_float((ch["N_r"] * ch["b_w"] + ch["kv_u"] * ch["nu"] + ch["M_ch"]) / (ch["g"] * ch["W_e"]), "ms"),
+                 as_float((ch["f"] * ch["nu"] + ch["F_ch"]) / (ch["g"] * ch["P_e"]), "ms"))
         raise ParameterError(f"tpot_target_s={p.tpot_target_s!r} is below a step at batch one with a chunk "
                              f"({fmt(q(t1, 'ms'))}): raise tpot_target_s, lower chunk_tokens or raise gpus_per_replica")
     ch.step("B_pf", "floor(c*o/(tau*p))", "sequence", "prefill cap: the batch chunks of c can keep refilled")
@@ -141,8 +155,8 @@ def batching_chain(p, *, source: str = "parameters cell") -> Chain:
                              "prefilled): raise chunk_tokens")
     ch.step("B", "Min(U, B_L, B_pf)", "sequence", "the running batch: the cap that binds")
     ch.step("phi", "Min(1, B*tau*p/(o*c))", "", "share of steps that carry a chunk")
-    ch.step("t_d", "Max((N_r*b_w + B*kv_u)/(g*W), B*f/(g*P))", "ms", "decode step without a chunk")
-    ch.step("t_c", "Max((N_r*b_w + B*kv_u + M_ch)/(g*W), (B*f + F_ch)/(g*P))", "ms", "decode step with a chunk")
+    ch.step("t_d", "Max((N_r*b_w + B*kv_u)/(g*W_e), B*f/(g*P_e))", "ms", "decode step without a chunk")
+    ch.step("t_c", "Max((N_r*b_w + B*kv_u + M_ch)/(g*W_e), (B*f + F_ch)/(g*P_e))", "ms", "decode step with a chunk")
     ch.step("t_bar", "(1 - phi)*t_d + phi*t_c", "ms", "mean step")
     ch.step("X", "B*tau/t_bar", "token/s", "tokens per second the replica earns")
     if ch["phi"] > 0.05:
@@ -150,13 +164,20 @@ def batching_chain(p, *, source: str = "parameters cell") -> Chain:
     else:
         ch.step("t_95", "t_d", "ms", "p95 TPOT: fewer than a twentieth of steps carry a chunk")
     # --- The streaming path.
-    ch.given("h", q(p.host_us_per_token, "µs/token"), "host time per streamed token", kind="assumption", source=source)
+    ch.given("h", q(p.host_us_per_token, "µs/token"), "host time per streamed token", kind="assumption",
+             source=cite("host_us_per_token"))
     ch.step("H", "B*tau*h", "ms", "host time per step: every running sequence's token")
     ch.step("s_H", "H/t_bar", "", "host time over the mean step")
     ch.step("t_blk", "t_95 + H", "ms", "p95 TPOT if the host work blocks the engine loop")
     ch.step("X_blk", "B*tau/(t_bar + H)", "token/s", "tokens per second if it blocks")
     ch.solve("h_max", "B*tau*h_max = t_bar", "µs/token", "host time per token at which one streaming thread falls behind")
     return ch
+
+
+def engine(ch) -> batching.Engine:
+    """The chain's engine for utils.serving.batching, at the achieved rates (W_e, P_e), not the datasheet's."""
+    return dataclasses.replace(batching.Engine.of(ch), W=as_float(ch["g"] * ch["W_e"], "byte/s"),
+                               P=as_float(ch["g"] * ch["P_e"], "FLOP/s"))
 
 
 def batch_size(ch) -> int:
@@ -170,12 +191,12 @@ def binds(ch) -> str:
 
 def bound(ch) -> str:
     """Which side of the roofline sets the decode-only step at the chain's batch."""
-    return "memory bandwidth" if batching.memory_bound(batching.Engine.of(ch), batch_size(ch)) else "compute"
+    return "memory bandwidth" if batching.memory_bound(engine(ch), batch_size(ch)) else "compute"
 
 
 def simulate(ch, p) -> dict:
     """The same seeded trace served by static and continuous batching at the chain's batch."""
-    return batching.serve(batching.Engine.of(ch), batch_size(ch), p.context_tokens, p.mean_prompt_tokens,
+    return batching.serve(engine(ch), batch_size(ch), p.context_tokens, p.mean_prompt_tokens,
                           p.mean_output_tokens, p.chunk_tokens, p.seed)
 
 
@@ -214,45 +235,49 @@ def kv_binding_chunk(ch) -> int:
     return int(math.ceil(as_float(ch["U"] * ch["tau"] * ch["p"] / ch["o"], "token")))
 
 
+SEEDS = 5   # the check's simulation runs on this many seeded traces, and every link must hold on each
+
+
 @memoised
 def checks() -> dict:
-    """The check section's numbers, on the claim's reading: chain, simulation, closed form."""
+    """The check section's numbers, on the claim's reading: chain, simulation (on SEEDS traces), closed form."""
     p = claim_inputs()
     cc = batching_chain(p, source="the claim's reading")
-    sim = simulate(cc, p)
-    e, B = batching.Engine.of(cc), batch_size(cc)
+    sims = [simulate(cc, p.replace(seed=s)) for s in range(SEEDS)]
+    sim = sims[0]
+    e, B = engine(cc), batch_size(cc)
     cf = batching.static_closed_form(e, B, p.mean_prompt_tokens, p.mean_output_tokens, p.context_tokens)
     c_star = kv_binding_chunk(cc)
     cs = claim_chain(chunk_tokens=c_star)
-    return dict(chain=cc, sim=sim, closed=cf, ratio_cf=as_float(cc["X"], "token/s") / cf["throughput"],
+    return dict(chain=cc, sim=sim, sims=sims, closed=cf, ratio_cf=as_float(cc["X"], "token/s") / cf["throughput"],
                 c_star=c_star, kv_chain=cs, engine=e, B=B)
 
 
 def claims() -> list[Claim]:
     ck = checks()
-    cc, sim = ck["chain"], ck["sim"]
-    tpot = fmt(cc["L"])
+    cc = ck["chain"]
     caps = f"KV cap {fmt(cc['U'])}, TPOT batch {fmt(cc['B_L'])}, prefill cap {fmt(cc['B_pf'])}"
-    assert cc["U"] < cc["B_L"] and cc["B_pf"] < cc["U"] and sim["ratio"] > 1 and cc["H"] < cc["t_bar"]
+    lo, hi = (f(s["ratio"] for s in ck["sims"]) for f in (min, max))
+    # The paragraph names no model, hardware, traffic, TPOT target or chunk: every number below is the book's
+    # own, and which cap binds turns on the chunk, an input the source never gives. Nothing to check.
     return [Claim(
         "batching", quote=QUOTE, source="spec/000, the paragraph on the batching system",
         claimed="the decode arithmetic sets the batch, the KV budget caps it, and streaming must not stall the engine",
         derived=(f"{caps}: batch {fmt(cc['B'])}, {fmt(cc['X'])}, p95 TPOT {fmt(cc['t_95'])}; continuous/static "
-                 f"{fmt(sim['ratio'], digits=3)} (simulated); a blocking host path adds {fmt(cc['H'])} per step"),
-        verdict=READING,
-        reading=(f"'caps' as a ceiling the batch cannot pass: the KV budget holds {fmt(cc['U'])}, fewer than the "
-                 f"{fmt(cc['B_L'])} a {tpot} TPOT target allows, so of the two limits the decode arithmetic "
-                 "and the cache set, the cache is the lower"),
-        reason=(f"The KV budget ({fmt(cc['U'])}) is below the {tpot} TPOT batch ({fmt(cc['B_L'])}), but the batch "
-                f"that runs is lower still, {fmt(cc['B'])}, set by how many slots chunks of {fmt(cc['c'])} refill; "
-                f"read as 'the KV budget is the limit that binds' the claim fails at these inputs, and only chunks "
-                f"of {fmt(q(ck['c_star'], 'token'))} or more would make it bind."))]
+                 f"{fmt(lo, digits=3)} to {fmt(hi, digits=3)} over {num(SEEDS)} seeds (simulated); a blocking host "
+                 f"path adds {fmt(cc['H'])} per step"),
+        verdict=UNCHECKABLE,
+        reason=(f"The source names no model, hardware, traffic, TPOT target or chunk, so it gives nothing to check; "
+                f"at the book's own inputs the KV budget ({fmt(cc['U'])}) is below the {fmt(cc['L'])} TPOT batch "
+                f"({fmt(cc['B_L'])}), yet the batch that runs is {fmt(cc['B'])}, set by how many slots chunks of "
+                f"{fmt(cc['c'])} refill; the KV budget would bind only with chunks of "
+                f"{fmt(q(ck['c_star'], 'token'))} or more."))]
 
 
 # --- figure, variants, exercises ------------------------------------------------------------------
 def batch_curves(ch, p, points: int = 400) -> dict:
     """Tokens per second and step times against the batch, with and without chunks and host blocking."""
-    e = batching.Engine.of(ch)
+    e = engine(ch)
     caps = {k: as_float(ch[k], "sequence") for k in CAP_NAMES}
     top = 1.4 * max(caps["U"], caps["B_pf"], min(caps["B_L"], 3 * caps["U"]))
     bb = np.linspace(1, top, points)
@@ -290,14 +315,14 @@ def what_changes(p, ch) -> dict:
     """The prose's variants, on the claim's reading (so it reads the same whatever the parameters)."""
     base = claim_chain()
     w_h200, w_tight = claim_chain(gpu="h200"), claim_chain(tpot_target_s=0.02)
-    w_big = claim_chain(tpot_target_s=0.02, chunk_tokens=2 * CLAIM["chunk_tokens"])
+    w_big = claim_chain(tpot_target_s=0.02, chunk_tokens=3 * CLAIM["chunk_tokens"] // 2)
     w_ctx = claim_chain(context_tokens=2 * CLAIM["context_tokens"])
     assert binds(w_h200) == "the prefill chunk" and w_h200["U"] > base["U"]
-    assert w_tight["B_L"] < base["U"] and binds(w_big) == "the TPOT target" and binds(w_ctx) == "the KV budget"
+    assert binds(w_tight) == "the TPOT target" and binds(w_big) == "the TPOT target" and binds(w_ctx) == "the KV budget"
     return {"w-h200-kv": fmt(w_h200["U"]), "w-h200-x": fmt(w_h200["X"]), "w-h200-t": fmt(w_h200["t_95"]),
-            "w-tight": fmt(w_tight["L"]), "w-tight-L": fmt(w_tight["B_L"]),
-            "w-tight-chunk": fmt(q(2 * CLAIM["chunk_tokens"], "token")), "w-tight-big-b": fmt(w_big["B"]),
-            "w-tight-chunk-t": fmt((w_big["F_ch"] / (w_big["g"] * w_big["P"])).to("ms")),
+            "w-tight": fmt(w_tight["L"]), "w-tight-L": fmt(w_tight["B_L"]), "w-tight-x": fmt(w_tight["X"]),
+            "w-tight-chunk": fmt(w_big["c"]), "w-tight-big-b": fmt(w_big["B"]),
+            "w-tight-chunk-t": fmt((w_big["F_ch"] / (w_big["g"] * w_big["P_e"])).to("ms")),
             "w-tight-big-x": fmt(w_big["X"]), "w-ctx": fmt(q(2 * CLAIM["context_tokens"], "token")),
             "w-ctx-b": fmt(w_ctx["B"]), "w-ctx-x": fmt(w_ctx["X"])}
 
@@ -368,6 +393,8 @@ def check_texts(ck: dict) -> dict:
             "k-kv": fmt(cc["U"]), "k-L": fmt(cc["B_L"]), "k-pf": fmt(cc["B_pf"]), "k-b": fmt(cc["B"]),
             "k-x": fmt(cc["X"]), "k-t95": fmt(cc["t_95"]), "k-sim-t95": fmt(q(sim["continuous"]["tpot_p95"], "s").to("ms")),
             "k-ratio": fmt(sim["ratio"], digits=3), "k-ratio-cf": fmt(ck["ratio_cf"], digits=3),
+            "k-seeds": num(SEEDS), "k-ratio-lo": fmt(min(s["ratio"] for s in ck["sims"]), digits=3),
+            "k-ratio-hi": fmt(max(s["ratio"] for s in ck["sims"]), digits=3),
             "k-emax": fmt(cf["e_max"], digits=3), "k-mean-o": fmt(cf["mean_o"], digits=3),
             "k-hb": fmt(batching.harmonic(ck["B"]) * CLAIM["mean_output_tokens"], digits=3),
             "k-cstar": fmt(q(ck["c_star"], "token")), "k-cstar-x": fmt(cs["X"]), "k-cstar-t95": fmt(cs["t_95"]),
@@ -376,16 +403,18 @@ def check_texts(ck: dict) -> dict:
 
 
 def check_holds(ck: dict) -> bool:
-    """Every link of the claim on its reading (the page asserts this)."""
-    cc, cs, sim, cf = ck["chain"], ck["kv_chain"], ck["sim"], ck["closed"]
-    return all([sim["ratio"] > 1, abs(sim["ratio"] / ck["ratio_cf"] - 1) < 0.1,
-                # eight static batches: the mean longest reply lands within about a tenth of its expectation
-                abs(sim["static"]["slot_use"] / cf["slot_use"] - 1) < 0.15,
-                bound(cc) == "memory bandwidth", cc["t_95"] <= cc["L"],
-                sim["continuous"]["tpot_p95"] <= CLAIM["tpot_target_s"],
-                cc["U"] < cc["B_L"], cc["B_pf"] < cc["U"], binds(cs) == "the KV budget",
-                cc["H"] < cc["t_bar"], cc["t_blk"] > cc["t_95"],
-                abs(sim["continuous"]["throughput"] / as_float(cc["X"], "token/s") - 1) < 0.1])
+    """Every link of the claim on the book's inputs, on every one of the SEEDS traces (the page asserts this)."""
+    cc, cs, cf = ck["chain"], ck["kv_chain"], ck["closed"]
+    chain_ok = all([bound(cc) == "memory bandwidth", cc["t_95"] <= cc["L"], cc["U"] < cc["B_L"],
+                    cc["B_pf"] < cc["U"], binds(cs) == "the KV budget", cc["H"] < cc["t_bar"],
+                    cc["t_blk"] > cc["t_95"]])
+    # eight static batches a trace: the mean longest reply, and so the ratio, lands within about a seventh of
+    # its expectation on every seed
+    return chain_ok and all(all([sim["ratio"] > 1, abs(sim["ratio"] / ck["ratio_cf"] - 1) < 0.15,
+                                 abs(sim["static"]["slot_use"] / cf["slot_use"] - 1) < 0.15,
+                                 sim["continuous"]["tpot_p95"] <= CLAIM["tpot_target_s"],
+                                 abs(sim["continuous"]["throughput"] / as_float(cc["X"], "token/s") - 1) < 0.1])
+                            for sim in ck["sims"])
 
 
 GEMM_SWEEP_K = 8192   # the harness's gemm-batch-sweep: one bf16 weight of K x K against M rows

@@ -8,18 +8,18 @@ plus two all-to-alls per MoE layer, each a latency plus its bytes over the one-w
 """
 from __future__ import annotations
 
+import functools
 import math
-
-import numpy as np
 
 from utils import catalog, models
 from utils.chain import Chain, as_float, memoised
 from utils.display import table
 from utils.params import Param, ParameterError, Result, Spec
+from utils.roofline import FRACTIONS, add_fraction_inputs, fraction_params
 from utils.serving import moe
 from utils.units import entry_name as name
 from utils.units import fmt, num, pct, q, short
-from utils.verdicts import HOLDS, READING, Claim
+from utils.verdicts import HOLDS, READING, UNCHECKABLE, WRONG, Claim
 
 PARAMETERS = (
     Param("model", "kimi-k2", "the model: a mixture of experts with latent attention (MLA), catalog key or "
@@ -39,6 +39,7 @@ PARAMETERS = (
     Param("fabric", "ib-ndr", "the scale-out link each GPU has to other nodes (one NIC per GPU, "
           "rail-optimised): used only where the group spans nodes", check="interconnect",
           source="catalog: InfiniBand NDR, 400 Gb/s per GPU (the H100/H200 reference fabric)"),
+    *fraction_params(),
 )
 REFUSED = {name: "the parameter counts, experts, layers and cache widths all follow from model=; set model "
                  "instead, so no result mixes two architectures"
@@ -50,9 +51,11 @@ RESULTS = (
     Result("memory_per_gpu_used", "GB", "Memory used per GPU (weights, KV, activations, the share left free)", of="M"),
     Result("memory_spare_per_gpu", "GB", "HBM left on each GPU (negative: short by that much)", of="spare"),
     Result("max_batch", "", "Sequences that fit across the group at this context", of="B_max"),
-    Result("decode_step_floor", "ms", "Decode step, lower bound", of="t_step"),
+    Result("decode_step_floor", "ms", "Decode step, lower bound at the achieved shares of the peaks", of="t_step"),
     Result("alltoall_per_step", "ms", "Two all-to-alls per MoE layer, per step", of="t_a2a"),
     Result("tokens_per_second", "token/s", "Decode throughput of the group at the floor", of="X"),
+    Result("decode_step_at_roof", "ms", "Decode step at the datasheet roof (every rate at 100%): a bound no run reaches",
+           of="t_roof"),
 )
 
 ENGINE = ("software", "vllm", "gpu_memory_utilization")   # the share of HBM the serving engine manages
@@ -83,6 +86,8 @@ def validate(p) -> None:
     if p.n_gpus > dom and p.n_gpus % dom:
         raise ParameterError(f"n_gpus={p.n_gpus} spans nodes of {dom} GPUs ({p.gpu.key}) but is not a whole "
                              f"number of them; use a multiple of {dom}")
+    if why := shortfall(p):   # a plan that does not fit gets no step time, throughput or cost
+        raise ParameterError(why)
 
 
 def _cat(ch, sym, entry, field, label, unit):
@@ -91,9 +96,12 @@ def _cat(ch, sym, entry, field, label, unit):
 
 
 def plan(m, acc, n_gpus, weight_bytes_per_param, kv_bytes_per_element, context_tokens, batch, *,
-         imbalance=1.0, hbm_efficiency=1.0, decode=True, fabric="ib-ndr", source="parameters cell") -> Chain:
+         imbalance=1.0, compute_fraction=FRACTIONS[0], bandwidth_fraction=FRACTIONS[1], decode=True, fabric="ib-ndr",
+         source="parameters cell", cite=None) -> Chain:
     """The memory plan and (decode=True) the decode-step floor, for catalog entries m and acc. batch and
-    imbalance may be numpy arrays: every step is evaluated elementwise."""
+    imbalance may be numpy arrays: every step is evaluated elementwise. Each input cites `source`, or
+    cite(parameter name) where given (the page's SPEC.source)."""
+    cite = cite or (lambda _name: source)
     link = catalog.interconnect(acc.q("scaleup_link"))
     c = models.param_count(m)
     x = moe.experts(m)
@@ -108,14 +116,18 @@ def plan(m, acc, n_gpus, weight_bytes_per_param, kv_bytes_per_element, context_t
              source=f"{m.key}.d_model, moe_d_ff")
     ch.step("N_r", "L_m*E_r*P_e", "parameter", "routed-expert parameters")
     ch.step("N_rep", "N_tot - N_r", "parameter", "the rest, copied to every GPU")
-    ch.given("b_w", q(weight_bytes_per_param, "byte/parameter"), "bytes per weight", kind="assumption", source=source)
-    ch.given("n", n_gpus, "GPUs in the expert-parallel group", kind="assumption", source=source)
+    ch.given("b_w", q(weight_bytes_per_param, "byte/parameter"), "bytes per weight", kind="assumption",
+             source=cite("weight_bytes_per_param"))
+    ch.given("n", n_gpus, "GPUs in the expert-parallel group", kind="assumption",
+             source=cite("n_gpus"))
     ch.step("s", "ceiling(E_r/n)", "", "expert slots per GPU (utils.serving.moe.slot_layout)")
     ch.step("W", "(N_rep + s*L_m*P_e)*b_w", "GB", "weights on each GPU")
     ch.given("kv", models.kv_bytes_per_token(m, kv_bytes_per_element), "KV cache per token, all layers",
              kind="derived", source="utils.models.kv_bytes_per_token (MLA latent + RoPE key)")
-    ch.given("T", q(context_tokens, "token"), "context per sequence", kind="assumption", source=source)
-    ch.given("B", batch, "sequences decoding together", kind="assumption", source=source)
+    ch.given("T", q(context_tokens, "token"), "context per sequence", kind="assumption",
+             source=cite("context_tokens"))
+    ch.given("B", batch, "sequences decoding together", kind="assumption",
+             source=cite("batch"))
     ch.step("S_g", "ceiling(B/n)", "", "sequences on the busiest GPU")
     ch.step("KV", "S_g*T*kv", "GB", "KV cache on that GPU")
     ch.given("d", x["d"], "hidden size: elements per token on the wire", kind="spec", source=f"{m.key}.d_model")
@@ -152,10 +164,11 @@ def plan(m, acc, n_gpus, weight_bytes_per_param, kv_bytes_per_element, context_t
     ch.step("e_g", "Min(s, rho*m_e)", "", "experts the busiest GPU reads per MoE layer (at most its slots)")
     ch.step("R_w", "(N_rep - N_emb + e_g*L_m*P_e)*b_w", "GB", "weight bytes that GPU reads per step")
     _cat(ch, "BW", acc, "hbm_bandwidth", "HBM bandwidth", "TB/s")
-    ch.given("eta", hbm_efficiency, "share of that bandwidth reached", kind="assumption",
-             source="1 = the datasheet figure; see Measurement")
-    ch.step("t_w", "R_w/(eta*BW)", "ms", "reading the weights")
-    ch.step("t_kv", "KV/(eta*BW)", "ms", "reading the KV cache")
+    # No read or matmul runs at the datasheet's roof: the catalog's achieved shares (or the reader's) scale
+    # the HBM bandwidth and both tensor rates; t_roof below keeps the roof's own figure, labelled as a bound.
+    add_fraction_inputs(ch, compute_fraction, bandwidth_fraction, source=source)
+    ch.step("t_w", "R_w/(eta_W*BW)", "ms", "reading the weights")
+    ch.step("t_kv", "KV/(eta_W*BW)", "ms", "reading the KV cache")
     ch.given("N_act", c["active"], "active parameters per token", kind="derived", source="utils.models.param_count")
     ch.given("c_f", q(2, "FLOP/parameter"), "FLOPs per weight per token", kind="derived", source="one multiply-add")
     _cat(ch, "R_m", acc, moe.tensor_rate_key(acc, weight_bytes_per_param), "tensor rate for the weight matmuls", "TFLOP/s")
@@ -167,7 +180,7 @@ def plan(m, acc, n_gpus, weight_bytes_per_param, kv_bytes_per_element, context_t
     ch.given("c_a", q(2, "FLOP/token"), "FLOPs per latent element per cached token", kind="derived",
              source="one multiply-add")
     _cat(ch, "R_a", acc, moe.tensor_rate_key(acc, kv_bytes_per_element), "tensor rate for attention over the cache", "TFLOP/s")
-    ch.step("t_c", "S_g*(c_f*(N_act + (rho - 1)*k*L_m*P_e)/R_m + c_a*L_a*H*(2*r + d_r)*T/R_a)", "ms",
+    ch.step("t_c", "S_g*(c_f*(N_act + (rho - 1)*k*L_m*P_e)/R_m + c_a*L_a*H*(2*r + d_r)*T/R_a)/eta_P", "ms",
             "compute on the busiest GPU")
     ch.given("alpha_d", moe.ALPHA_D, "dispatch latency", kind="assumption", source="fitted to " + moe.TRT_SRC, digits=3)
     ch.given("alpha_c", moe.ALPHA_C, "combine latency", kind="assumption", source="fitted to " + moe.TRT_SRC, digits=3)
@@ -187,14 +200,31 @@ def plan(m, acc, n_gpus, weight_bytes_per_param, kv_bytes_per_element, context_t
     ch.step("t_step", "Max(t_w + t_kv, t_c) + t_a2a", "ms", "decode step floor")
     ch.given("tok", q(1, "token"), "new tokens per sequence per step", kind="spec", source="decode")
     ch.step("X", "B*tok/t_step", "token/s", "decode throughput of the group at the floor")
+    ch.step("t_roof", "Max(eta_W*(t_w + t_kv), eta_P*t_c) + t_a2a", "ms",
+            "the same step at the datasheet roof: a bound no run reaches")
     ch.solve("S_eq", "alpha_d + alpha_c = S_eq*k*d*(b_d + b_c)*Max(f_nv/BW_nv, f_net/BW_net)", "",
              "tokens per GPU at which the two terms are equal")
     return ch
 
 
+def shortfall(p) -> str:
+    """Why the reader's plan does not fit (the shortfall per GPU and the largest batch that fits), or "". A
+    plan that does not fit gets no step time or throughput."""
+    ch = plan(p.model, p.gpu, p.n_gpus, p.weight_bytes_per_param, p.kv_bytes_per_element, p.context_tokens,
+              p.batch, decode=False)
+    if as_float(ch["spare"], "GB") >= 0:
+        return ""
+    b_max = int(as_float(ch["B_max"]))
+    most = (f"the largest batch that fits at {p.context_tokens:,} tokens is {b_max:,}" if b_max else
+            f"no batch fits at {p.context_tokens:,} tokens (the weights alone, {fmt(ch['W'])} per GPU, leave no room)")
+    return (f"batch={p.batch:,} does not fit {p.n_gpus} x {p.gpu.key}: each GPU is short by {fmt(-ch['spare'])}; "
+            f"{most}")
+
+
 def compute(p) -> Chain:
     return plan(p.model, p.gpu, p.n_gpus, p.weight_bytes_per_param, p.kv_bytes_per_element, p.context_tokens,
-                p.batch, fabric=p.fabric.key)
+                p.batch, compute_fraction=p.compute_fraction, bandwidth_fraction=p.bandwidth_fraction,
+                fabric=p.fabric.key, cite=functools.partial(SPEC.source, p))
 
 
 def by_key(model, gpu, *args, **kw) -> Chain:
@@ -215,13 +245,16 @@ def summary(ch) -> dict:
 
 # --- the claim ------------------------------------------------------------------------------------
 CLAIM = dict(model="kimi-k2", gpu="gb200", n_gpus=72, params_total=1e12, params_active=32e9)
-QUOTE = ("A trillion parameters with 32 billion active per token: the weights need a rack, the compute needs a "
-         "fraction of it, and the all-to-all between them decides everything. The memory plan across 72 GPUs, "
-         "the decode step from bandwidth and two all-to-alls, the compressed attention cache, and what imbalance "
-         "costs.")
+SENTENCE = ("A trillion parameters with 32 billion active per token: the weights need a rack, the compute needs a "
+            "fraction of it, and the all-to-all between them decides everything.")
+QUOTE = (SENTENCE + " The memory plan across 72 GPUs, the decode step from bandwidth and two all-to-alls, the "
+         "compressed attention cache, and what imbalance costs.")
+ACTIVE_WORDS = SENTENCE.split(":")[0].split(" with ")[1]   # the source's own words for the active count
+SOURCE = "spec/000, paragraph on serving a trillion-parameter MoE (Kimi K2 on a 72-GPU NVLink rack)"
 CONTEXT_QUOTE = ("The first question is whether 1T is total or active, because storage follows one and compute "
                  "follows the other.")
-SHORT_CTX = 4096   # the small-batch reading: one short sequence
+SHORT_CTX = 4096   # exercise 3: one short sequence
+OPEN_CTX = 1024    # the short context of the check's operating points (the source names no context)
 
 
 def full_context() -> int:
@@ -240,7 +273,6 @@ def checks() -> dict:
              for b in (1.0, 2.0)}
     w_rack = {b: summary(by_key(CLAIM["model"], CLAIM["gpu"], moe.BOARD_GPUS, b, 2.0, ctx, moe.BOARD_GPUS,
                                 decode=False))["gpus_for_weights"] for b in (1.0, 2.0)}
-    tiny = by_key(CLAIM["model"], CLAIM["gpu"], n, 1.0, 2.0, SHORT_CTX, 1, source="the claim")
     full = by_key(CLAIM["model"], CLAIM["gpu"], n, 1.0, 2.0, ctx, cs["max_batch"], source="the claim")
     c = models.param_count(ck)
     # Second route, memory: the GPUs' weights add up to the model's bytes plus the copies the layout makes.
@@ -250,46 +282,86 @@ def checks() -> dict:
     identity = n * claim["W"] - (models.weight_bytes(ck, 1.0) + copies * claim["b_w"])
     return dict(claim=claim, summary=cs, board=board, board_short={b: board[b]["W"] - board[b]["u"] * board[b]["C"]
                                                                     for b in board},
-                w_rack=w_rack, tiny=tiny, tiny_summary=summary(tiny), full=full, full_summary=summary(full),
+                w_rack=w_rack, full=full, full_summary=summary(full),
                 total=c["total"], active=c["active"], report_total=ck.q("params_total"), context=ctx,
-                identity=abs(as_float(identity, "GB")), fit=moe.latency_fit_check())
+                identity=abs(as_float(identity, "GB")), fit=moe.latency_fit_check(), points=operating_points(),
+                raw=models.weight_bytes(ck, 1.0), active_share=as_float(c["active"] / c["total"], ""),
+                b200_spare=by_key(CLAIM["model"], "b200", moe.BOARD_GPUS, 1.0, 2.0, ctx, moe.BOARD_GPUS,
+                                  decode=False)["spare"])
+
+
+def operating_points() -> list[dict]:
+    """The decode step on the claim's rack at loads the source leaves open: one sequence, one per GPU and the
+    rack filled, at a short context and at the model's full one. Each term's share of the step (the FLOPs
+    overlap the reads, so the shares of a step need not add up to one) and the term that is largest."""
+    n, out = CLAIM["n_gpus"], []
+    for ctx in (OPEN_CTX, full_context()):
+        most = summary(by_key(CLAIM["model"], CLAIM["gpu"], n, 1.0, 2.0, ctx, n, decode=False))["max_batch"]
+        for batch in (1, n, most):
+            ch = by_key(CLAIM["model"], CLAIM["gpu"], n, 1.0, 2.0, ctx, batch, source="the claim")
+            terms = {"weights": ch["t_w"], "KV cache": ch["t_kv"], "compute": ch["t_c"], "all-to-all": ch["t_a2a"]}
+            share = {k: as_float(v / ch["t_step"], "") for k, v in terms.items()}
+            out.append(dict(context=ctx, batch=batch, step=ch["t_step"], share=share, largest=max(share, key=share.get)))
+    return out
 
 
 def claims() -> list[Claim]:
     ck = checks()
-    cs, tiny, full = ck["summary"], ck["tiny_summary"], ck["full_summary"]
-    short_h200 = ck["board_short"][1.0]
-    fits_rack = cs["fits"] and cs["max_batch"] >= CLAIM["n_gpus"]
-    fraction = cs["bound"] == "memory" and cs["compute_share"] < 0.5
-    needs_more_than_board = as_float(short_h200, "GB") > 0
-    small_batch_a2a = tiny["a2a_share"] > 0.5
-    verdict = READING if fits_rack and fraction and needs_more_than_board and small_batch_a2a else "wrong as stated"
-    rack = Claim(
-        "moe-rack", quote=QUOTE,
-        source="spec/000, paragraph on serving a trillion-parameter MoE (Kimi K2 on a 72-GPU NVLink rack)",
-        claimed="the plan fits the rack; compute a fraction; the all-to-all decides the decode step",
-        derived=(f"{fmt(ck['claim']['M'])} used of {fmt(ck['claim']['C'])} per GPU at a full "
-                 f"{num(ck['context'])}-token context, up to {cs['max_batch']:,} such sequences; decode floor "
-                 f"{fmt(ck['claim']['t_step'])}, all-to-all {pct(tiny['a2a_share'])} of the step for one short "
-                 f"sequence, {pct(full['a2a_share'])} with the rack full"),
-        verdict=verdict,
-        reason=(f"The plan fits and compute fills only {pct(cs['compute_share'])} of the step; an H200 board "
-                f"of {moe.BOARD_GPUS} GPUs is short by {fmt(short_h200)} per GPU even in fp8, so the weights "
-                f"do need more than a board; the all-to-all is {pct(tiny['a2a_share'])} of the step for one "
-                f"short sequence but {pct(full['a2a_share'])} with the rack full, where reading the KV cache "
-                f"is {pct(full['kv_share'])}."),
-        reading=("'the weights need a rack' as 'more than one eight-GPU board', and 'the all-to-all decides "
-                 "everything' of a decode step at small batch; with the rack full of long sequences, reading "
-                 "the KV cache decides instead"),
-        nearest_true="" if verdict == READING else "the plan fits the rack; the all-to-all dominates only at small batch")
-    total = Claim(
+    n, total, active = CLAIM["n_gpus"], ck["total"], ck["active"]
+    pts = ck["points"]
+    a2a = [pt["share"]["all-to-all"] for pt in pts]
+    flops = [pt["share"]["compute"] for pt in pts]
+    first, last = pts[0], pts[-1]
+    outrun = [pt for pt in pts if pt["share"]["compute"] > pt["share"]["weights"] + pt["share"]["KV cache"]]
+    where = " and ".join(f"{pt['batch']:,} sequences of {num(pt['context'])} tokens" for pt in outrun)
+    # "the weights need a rack": set against "the compute needs a fraction of it", the rack is the whole of
+    # which the compute takes a part; the weights take a part too. Read as "more than one server" it turns
+    # on a board the source never names (an H200 board is short, a B200 board holds them).
+    n_w = ck["w_rack"][1.0]
+    weights = Claim(
+        "moe-weights", quote=SENTENCE, source=SOURCE, claimed="the weights need the 72-GPU rack",
+        derived=f"the block-fp8 weights fit in {n_w} of the {n} GB200s ({ck['w_rack'][2.0]} in bf16)",
+        verdict=WRONG if n_w < n else HOLDS,
+        reason=(f"Wrong: Kimi K2's {fmt(ck['raw'].to('TB'))} of block-fp8 weights fit in {n_w} of the rack's {n} "
+                f"GB200s with the engine's share kept, a fraction of the rack like the compute; what fills the "
+                f"rack is the KV cache of a serving batch. Read as \"more than one server\", it turns on a board "
+                f"the source never names: {moe.BOARD_GPUS} H200s are short by {fmt(ck['board_short'][1.0])} per "
+                f"GPU (Moonshot's smallest fp8 deployment is {MOONSHOT_MIN_H200} H200s), {moe.BOARD_GPUS} B200s "
+                f"hold them with {fmt(ck['b200_spare'])} per GPU to spare."),
+        nearest_true=(f"the weights need more than one eight-GPU H200 server (Moonshot names {MOONSHOT_MIN_H200} "
+                      f"H200s) but only {n_w} of the rack's {n} GB200s; the rack's HBM is for the KV cache"))
+    compute = Claim(
+        "moe-compute", quote=SENTENCE, source=SOURCE, claimed="the compute needs a fraction of the rack",
+        derived=f"{short(active.m)} of {short(total.m)} weights multiplied per token ({pct(ck['active_share'])})",
+        verdict=READING if ck["active_share"] < 1 else WRONG,
+        reason=(f"Each token multiplies {short(active.m)} of the {short(total.m)} weights the rack stores "
+                f"({pct(ck['active_share'])}). As a share of the decode step instead, it turns on a batch and a "
+                f"context the source never gives: the FLOPs take {pct(min(flops))} to {pct(max(flops))} of the "
+                f"step at the check's loads, and outrun the HBM reads "
+                + (f"only at {where}." if outrun else "at none of them.")),
+        reading=(f'"the compute needs a fraction of it" read with "{ACTIVE_WORDS}": a token\'s FLOPs use only '
+                 'the active weights, a fraction of the trillion the rack stores'))
+    everywhere = all(pt["largest"] == "all-to-all" for pt in pts)
+    somewhere = any(pt["largest"] == "all-to-all" for pt in pts)
+    decides = Claim(
+        "moe-a2a", quote=SENTENCE, source=SOURCE, claimed="the all-to-all decides the decode step",
+        derived=(f"all-to-all {pct(max(a2a))} to {pct(min(a2a))} of the step, from one sequence to the rack "
+                 f"filled at full context"),
+        verdict=HOLDS if everywhere else UNCHECKABLE if somewhere else WRONG,
+        reason=(f"Whether the all-to-all decides the step turns on the batch and the context, which the source "
+                f"never gives: it is {pct(first['share']['all-to-all'])} of the step for one sequence of "
+                f"{num(first['context'])} tokens, the largest term, and {pct(last['share']['all-to-all'])} with "
+                f"the rack filled at the model's full context, where reading the KV cache takes "
+                f"{pct(last['share']['KV cache'])}."),
+        nearest_true="" if somewhere else "the all-to-all is never the largest term of the decode step")
+    total_claim = Claim(
         "total-vs-active", quote=CONTEXT_QUOTE, source="spec/000, the paragraph after it (total vs active)",
         claimed="storage follows total parameters, compute follows active",
-        derived=f"{short(ck['total'].m)} stored, {short(ck['active'].m)} multiplied per token",
+        derived=f"{short(total.m)} stored, {short(active.m)} multiplied per token",
         verdict=HOLDS,
-        reason=(f"The memory plan is set by all {short(ck['total'].m)} weights, the FLOPs per token by the "
-                f"{short(ck['active'].m)} active ones only."))
-    return [rack, total]
+        reason=(f"The memory plan is set by all {short(total.m)} weights, the FLOPs per token by the "
+                f"{short(active.m)} active ones only."))
+    return [weights, compute, decides, total_claim]
 
 
 # --- tables and figures -------------------------------------------------------------------------
@@ -315,11 +387,13 @@ def cache_rows(m, kv_bytes_per_element) -> list[tuple[str, object]]:
 
 def sweep(p, batches) -> Chain:
     """The chain over an array of batches at the parameters' other inputs."""
+    import numpy as np
     return plan(p.model, p.gpu, p.n_gpus, p.weight_bytes_per_param, p.kv_bytes_per_element, p.context_tokens,
                 np.asarray(batches))
 
 
 def imbalance_steps(p, rhos, context_tokens, batch):
+    import numpy as np
     return plan(p.model, p.gpu, p.n_gpus, p.weight_bytes_per_param, p.kv_bytes_per_element, context_tokens,
                 batch, imbalance=np.asarray(rhos))["t_step"]
 
@@ -395,7 +469,7 @@ def exercises(p, ch) -> dict:
 # --- the page's tables (markdown text and the numbers the prose around them glues) ----------------
 def _at(x, i):
     # Element i of a chain value that may be an array (a value that does not depend on the batch is not).
-    return x[i] if np.ndim(x.magnitude) else x
+    return x[i] if getattr(x.magnitude, "ndim", 0) else x
 
 
 def parts_section(p) -> tuple[dict, str]:
@@ -508,18 +582,19 @@ def imbalance_section(p) -> tuple[dict, str]:
 def check_section() -> tuple[dict, str]:
     """The check's numbers for the prose, and the latency fit against TensorRT-LLM's published table."""
     ck = checks()
-    cs, tiny, full = ck["summary"], ck["tiny_summary"], ck["full_summary"]
+    cs, full = ck["summary"], ck["full_summary"]
     sim = simulation_route()
-    glue = {"check-context": f"{ck['context']:,} tokens", "c-total": short(ck["total"].m),
+    glue = {"claim-full-quote": QUOTE, "check-context": f"{ck['context']:,} tokens", "c-total": short(ck["total"].m),
             "c-active": short(ck["active"].m), "c-report": short(ck["report_total"].m),
             "c-weights": fmt(ck["claim"]["W"]), "c-used": fmt(ck["claim"]["M"]), "c-cap": fmt(ck["claim"]["C"]),
             "c-max-batch": f"{cs['max_batch']:,}", "c-step": fmt(ck["claim"]["t_step"]),
             "c-a2a-share": pct(cs["a2a_share"]), "c-compute-share": pct(cs["compute_share"]),
             "c-fp8-gpus": str(ck["w_rack"][1.0]), "c-bf16-gpus": str(ck["w_rack"][2.0]),
             "c-board-short": fmt(ck["board_short"][1.0]), "c-board-gpus": str(moe.BOARD_GPUS),
-            "tiny-a2a-share": pct(tiny["a2a_share"]), "tiny-step": fmt(tiny["t"]),
-            "full-a2a-share": pct(full["a2a_share"]), "full-kv-share": pct(full["kv_share"]),
-            "full-step": fmt(full["t"]), "alpha-d": fmt(moe.ALPHA_D), "alpha-c": fmt(moe.ALPHA_C),
+            "open-ctx": f"{OPEN_CTX:,} tokens", "full-max-batch": f"{full['max_batch']:,}",
+            "c-active-share": pct(ck["active_share"]), "c-raw": fmt(ck["raw"].to("TB")),
+            "b200-spare": fmt(ck["b200_spare"]), "moonshot-min-c": str(MOONSHOT_MIN_H200),
+            "alpha-d": fmt(moe.ALPHA_D), "alpha-c": fmt(moe.ALPHA_C),
             "trt-low": pct(ck["fit"]["low"]), "trt-ep": str(moe.TRT_SETUP["ep"]), "sim-trials": "1,000",
             "sim-batches": f"one, eight and {CLAIM['n_gpus']}",
             "sim-values": ", ".join(fmt(v[0]) for v in sim.values()),
@@ -527,6 +602,15 @@ def check_section() -> tuple[dict, str]:
     body = [[f"{b:,}", fmt(td), fmt(pd), fmt(tc), fmt(pc)] for b, td, pd, tc, pc in ck["fit"]["rows"]]
     return glue, table(["tokens per rank", "dispatch, published", "dispatch, model", "combine, published",
                         "combine, model"], body)
+
+
+def points_section() -> str:
+    """The check's operating points: each term's share of the decode step on the claim's rack."""
+    body = [[f"{num(pt['context'])}", f"{pt['batch']:,}", fmt(pt["step"]),
+             *(pct(pt["share"][k]) for k in ("weights", "KV cache", "compute", "all-to-all")), pt["largest"]]
+            for pt in checks()["points"]]
+    return table(["context (tokens)", "batch", "step floor", "weights read", "KV cache read", "compute (overlaps)",
+                  "all-to-all", "largest"], body)
 
 
 def what_changes(p, ch) -> dict:
@@ -543,4 +627,5 @@ def what_changes(p, ch) -> dict:
             "ib-name": w["ib"].name, "ib-bw-term": fmt(w["ib_term"])}
 
 
-SPEC = Spec("moe-1t-on-72-gpus", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)
+SPEC = Spec("moe-1t-on-72-gpus", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED,
+            closed_form=True)

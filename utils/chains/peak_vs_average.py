@@ -65,27 +65,29 @@ def validate(p):
 
 def peak_chain(peak_to_mean, trough_to_peak, mean_tokens_per_second, replica_tokens_per_second, gpus_per_replica,
                headroom, load_minutes, min_replicas, gpu_hour_usd, *, source="parameters cell") -> Chain:
-    """The static fleet, its utilisation and idle money; then the scheduled autoscaler over the day."""
+    """The static fleet, its utilisation and idle money; then the scheduled autoscaler over the day. source:
+    one string for every input, or a function of the parameter's name (compute passes SPEC.source)."""
+    src = source if callable(source) else (lambda _name: source)
     ch = Chain(f"A day peaking at {peak_to_mean:.3g} x its mean, on replicas of {fmt(replica_tokens_per_second)} token/s")
-    ch.given("P", peak_to_mean, "peak over mean of the day's load", kind="assumption", source=source)
+    ch.given("P", peak_to_mean, "peak over mean of the day's load", kind="assumption", source=src("peak_to_mean"))
     ch.given("mu", q(mean_tokens_per_second, "token/s"), "fleet-wide output rate, the day's mean", kind="assumption",
-             source=source)
+             source=src("mean_tokens_per_second"))
     ch.given("c", q(replica_tokens_per_second, "token/s"), "output rate one replica sustains at its latency target",
-             kind="assumption", source=source)
-    ch.given("h", headroom, "headroom above the load", kind="assumption", source=source)
-    ch.given("g", q(gpus_per_replica, "GPU"), "GPUs per replica", kind="assumption", source=source)
-    ch.given("R_min", min_replicas, "fleet floor", kind="assumption", source=source)
+             kind="assumption", source=src("replica_tokens_per_second"))
+    ch.given("h", headroom, "headroom above the load", kind="assumption", source=src("headroom"))
+    ch.given("g", q(gpus_per_replica, "GPU"), "GPUs per replica", kind="assumption", source=src("gpus_per_replica"))
+    ch.given("R_min", min_replicas, "fleet floor", kind="assumption", source=src("min_replicas"))
     ch.step("L_pk", "P*mu", "token/s", "peak load")
     ch.step("R_s", "Max(ceiling(L_pk*(1 + h)/c), R_min)", "", "replicas: the peak, with headroom, in whole replicas")
     ch.step("G_s", "R_s*g", "GPU", "GPUs in the static fleet")
     ch.step("u_0", "mu/L_pk", "", "utilisation of a fleet exactly the peak's size: 1/P")
     ch.step("u", "mu/(R_s*c)", "", "average utilisation of the static fleet")
-    ch.given("T_d", q(24, "hour"), "one day")
+    ch.given("T_d", q(24, "hour"), "one day", kind="definition")
     price = catalog.price("h100-rental")["contract_1y"]
     if gpu_hour_usd == price.q.m:
         ch.given("p", price, "price of a GPU-hour (one-year contract)")
     else:
-        ch.given("p", q(gpu_hour_usd, "USD/GPU/hour"), "price of a GPU-hour", kind="assumption", source=source)
+        ch.given("p", q(gpu_hour_usd, "USD/GPU/hour"), "price of a GPU-hour", kind="assumption", source=src("gpu_hour_usd"))
     ch.step("H_s", "G_s*T_d", "GPU*hour", "GPU-hours the static fleet runs per day")
     ch.step("H_idle", "H_s*(1 - u)", "GPU*hour", "idle GPU-hours per day")
     ch.step("D_s", "H_s*p", "USD", "the static fleet's bill per day (set by the peak)")
@@ -96,7 +98,7 @@ def peak_chain(peak_to_mean, trough_to_peak, mean_tokens_per_second, replica_tok
     slope, how = steepest_rise(peak_to_mean, trough_to_peak, mean_tokens_per_second)
     ch.given("n", sh["n"], "exponent of the day's curve", kind="derived", source="sympy nsolve on the peak-to-mean ratio")
     ch.given("S_max", q(slope, "token/s/min"), "steepest rise of the load", kind="derived", source=how)
-    ch.given("tau", q(load_minutes, "min"), "replica start-up time", kind="assumption", source=source)
+    ch.given("tau", q(load_minutes, "min"), "replica start-up time", kind="assumption", source=src("load_minutes"))
     ch.step("dR", "S_max*tau*(1 + h)/c", "", "replicas the load climbs by in one start-up time, at the steepest point")
     L = load_curve(peak_to_mean, trough_to_peak, mean_tokens_per_second)
     R_a = fleet(L, replica_tokens_per_second, headroom, load_minutes, min_replicas)
@@ -110,7 +112,7 @@ def peak_chain(peak_to_mean, trough_to_peak, mean_tokens_per_second, replica_tok
 
 
 def compute(p) -> Chain:
-    return peak_chain(**p)
+    return peak_chain(**p, source=lambda name: SPEC.source(p, name))
 
 
 # --- one replica's capacity and start-up time ------------------------------------------------------
@@ -175,7 +177,8 @@ QUOTE = ("Peak sets the fleet, average sets the bill, and the ratio between them
 SOURCE = "spec/001, paragraph on peak and average"
 # The claim names the ratio (3) and a fleet sized for the peak; the rest is this page's reading.
 CLAIM = dict(peak_to_mean=3.0, trough_to_peak=0.1, mean_tokens_per_second=1e5, replica_tokens_per_second=6480.0,
-             gpus_per_replica=8, headroom=0.2, load_minutes=5.0, min_replicas=2, gpu_hour_usd=2.35)
+             gpus_per_replica=8, headroom=0.2, load_minutes=5.0, min_replicas=2,
+             gpu_hour_usd=float(catalog.price("h100-rental").q("contract_1y").m))
 
 
 def claim_chain(**changes) -> Chain:
@@ -206,11 +209,13 @@ def claims() -> list[Claim]:
         derived=f"{pct(cc['u_0'])} before headroom, {pct(cc['u'])} with {pct(CLAIM['headroom'])} headroom and whole "
                 f"replicas; {pct(1 - cc['u'].m)} of its GPU-hours idle",
         verdict=READING if exact else WRONG,
-        reading="the fleet is sized to the peak and held static, and the bill is what the work served is worth "
-                "(set by the average load), so the fleet's cost over that bill is the idle money",
+        reading=('"Peak sets the fleet" as a fleet held all day at the size of the peak, "average sets the bill" as '
+                 'the GPU-hours the average load needs (what a fleet that followed the load exactly would be billed), '
+                 'and "the ratio between them is idle money" as the static fleet\'s cost over that bill, the excess '
+                 'paid for idle GPUs'),
         nearest_true="" if exact else f"a static fleet for a {P0:g}x peak averages {pct(cc['u_0'])}",
         reason=f"A fleet exactly the size of a {P0:g}x peak averages {pct(cc['u_0'])} whatever the shape of the "
-               f"day, {pct(cc['u'])} with {pct(CLAIM['headroom'])} headroom and whole replicas, so its cost is "
+               f"day, {pct(cc['u'])} with this page's {pct(CLAIM['headroom'])} headroom and whole replicas, so its cost is "
                f"{ratio_bill:.2f} times what the average load is worth; but a static fleet's own invoice is set "
                f"by the peak, and only a fleet that follows the load is billed at the average.")]
 

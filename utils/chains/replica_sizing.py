@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from utils import catalog, models, roofline, serving
 from utils.chain import Chain, as_float, memoised
 from utils.chains.kv_cache_caps_users import MLPERF_TPOT, RATE_SOURCE  # the catalog's MLPerf limits
@@ -139,24 +137,30 @@ def sizing_chain(m, acc, gpus_per_replica, gpus_per_node, users, context_tokens,
                  compute_fraction=float(ACHIEVED["bf16_dense"].q.m),
                  bandwidth_fraction=float(ACHIEVED["hbm_bandwidth"].q.m), *, prefill="separate",
                  source="parameters cell") -> Chain:
-    """Users per replica of model `m` on `gpus_per_replica` x `acc` (catalog Entries), then the fleet."""
+    """Users per replica of model `m` on `gpus_per_replica` x `acc` (catalog Entries), then the fleet. source: one
+    source for every input the caller set, or a function of the parameter's name (compute passes the spec's)."""
+    src = source if callable(source) else (lambda name: source)
     chip = roofline.Chip(acc.key, acc.name, acc.q("bf16_dense").to("FLOP/s"), acc.q("hbm_bandwidth").to("byte/s"))
     ch = Chain(f"{fmt(users)} concurrent users of {m.name} on replicas of {gpus_per_replica} x {acc.name}")
     # --- Memory: the serving budget of one replica and the users whose caches fit in it.
     b = serving.budget(m, acc, gpus_per_replica, weight_bytes_per_param, kv_bytes_per_element, context_tokens,
                        gpu_memory_utilization, memory_reading)
     default_u = gpu_memory_utilization == serving.vllm_utilization()
-    serving.add_budget_steps(ch, b, source=source,
-                             context_source=CONTEXT_SOURCE if context_tokens == CLAIM["context"] else source,
+    serving.add_budget_steps(ch, b, source={"g": src("gpus_per_replica"), "u": src("gpu_memory_utilization"),
+                                            "b_w": src("weight_bytes_per_param"), "m_a": src("kv_bytes_per_element")},
+                             context_source=CONTEXT_SOURCE if context_tokens == CLAIM["context"] else src("context_tokens"),
                              utilization_value=serving.vllm_utilization_value() if default_u else None,
                              users="U_m", per_gpu_users=False)
     # --- Traffic: the promised rate and the request mix.
     ch.given("s", q(tokens_per_second_per_user, "token/s/sequence"), "decode rate promised to each user",
-             kind="assumption", source=RATE_SOURCE if tokens_per_second_per_user == CLAIM["rate"] else source)
+             kind="assumption", source=RATE_SOURCE if tokens_per_second_per_user == CLAIM["rate"]
+             else src("tokens_per_second_per_user"))
     ch.given("p", q(prompt_tokens_per_request, "token/request"), "new prompt tokens per request",
-             kind="assumption", source=MIX_SOURCE if prompt_tokens_per_request == CLAIM["prompt"] else source)
+             kind="assumption", source=MIX_SOURCE if prompt_tokens_per_request == CLAIM["prompt"]
+             else src("prompt_tokens_per_request"))
     ch.given("o", q(output_tokens_per_request, "token/request"), "reply tokens per request",
-             kind="assumption", source=MIX_SOURCE if output_tokens_per_request == CLAIM["output"] else source)
+             kind="assumption", source=MIX_SOURCE if output_tokens_per_request == CLAIM["output"]
+             else src("output_tokens_per_request"))
     ch.step("lam", "s/o", "request/min/sequence", "requests per user (the next follows each reply)")
     ch.step("x_p", "lam*p", "token/s/sequence", "prompt tokens each user brings per second")
     # --- Throughput: a decode step on the roofline, and prefill's share of each second.
@@ -193,11 +197,11 @@ def sizing_chain(m, acc, gpus_per_replica, gpus_per_node, users, context_tokens,
     if prefill == "separate":
         ch.step("s_U", "tau*(1 - U*u_p)/t", "token/s/sequence", "rate each user gets with the replica full")
     # --- The fleet: replicas with headroom, then GPUs and nodes.
-    ch.given("N_u", q(users, "sequence"), "concurrent users", kind="assumption", source=source)
+    ch.given("N_u", q(users, "sequence"), "concurrent users", kind="assumption", source=src("users"))
     ch.given("h", headroom, "headroom: extra replicas, as a fraction", kind="assumption",
-             source=HEADROOM_SOURCE if headroom == CLAIM["headroom"] else source)
+             source=HEADROOM_SOURCE if headroom == CLAIM["headroom"] else src("headroom"))
     ch.step("R", "ceiling(N_u*(1 + h)/U)", "", "replicas")
-    ch.given("n", q(gpus_per_node, "GPU/node"), "GPUs per node", kind="assumption", source=source)
+    ch.given("n", q(gpus_per_node, "GPU/node"), "GPUs per node", kind="assumption", source=src("gpus_per_node"))
     ch.step("G", "R*g", "GPU", "GPUs")
     ch.step("N_n", "ceiling(R*g/n)", "node", "nodes")
     if prefill != "separate":
@@ -238,7 +242,8 @@ def compute(p) -> Chain:
     return sizing_chain(p.model, p.gpu, p.gpus_per_replica, p.gpus_per_node, p.users, p.context_tokens,
                         p.tokens_per_second_per_user, p.prompt_tokens_per_request, p.output_tokens_per_request,
                         p.weight_bytes_per_param, p.kv_bytes_per_element, p.gpu_memory_utilization,
-                        p.memory_reading, p.headroom, p.compute_fraction, p.bandwidth_fraction)
+                        p.memory_reading, p.headroom, p.compute_fraction, p.bandwidth_fraction,
+                        source=lambda name: SPEC.source(p, name))
 
 
 
@@ -409,6 +414,7 @@ def checks() -> dict:
 # --- figure, what changes, exercises -------------------------------------------------------------------------
 def curves(ch, T, s):
     """Continuous users per replica from each constraint, at contexts T (tokens) and rates s (token/s)."""
+    import numpy as np
     Mk, rk = as_float(ch["M_kv"], "byte"), as_float(ch["rho"] * ch["kappa"], "byte/token")
     gW, gP = as_float(ch["g"] * ch["W_e"], "byte/s"), as_float(ch["g"] * ch["P_e"], "FLOP/s")
     Nrbw, kNa = as_float(ch["N_r"] * ch["b_w"], "byte"), as_float(ch["k"] * ch["N_a"], "FLOP/token")
@@ -423,6 +429,7 @@ def curves(ch, T, s):
 
 def figure_data(p, ch) -> dict:
     """The two panels: users per replica by each constraint against context and against rate."""
+    import numpy as np
     T0, s0 = as_float(ch["T"], "token/sequence"), as_float(ch["s"], "token/s/sequence")
     lo = p.prompt_tokens_per_request + p.output_tokens_per_request
     t_x = as_float(ch["T_x"], "token/sequence") if has(ch, "T_x") else lo
@@ -532,4 +539,5 @@ def exercises(p, ch) -> dict:
         "ex3-prefill-share": pct(as_float(ex3["U_t"] * ex3["u_p"], ""), digits=2)})
 
 
-SPEC = Spec("replica-sizing", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)
+SPEC = Spec("replica-sizing", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED,
+            closed_form=True)

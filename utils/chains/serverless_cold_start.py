@@ -150,7 +150,7 @@ def overlapped(ch) -> dict:
     return dict(stages=st, timeline=cs.timeline(st), path=cs.critical_path(st))
 
 
-def chain(p, *, source="parameters cell") -> Chain:
+def chain(p) -> Chain:
     m, acc = p.model, p.gpu
     ch = Chain(f"{m.name} on one {acc.name}: image pull to first token, and the warm pool")
     # --- the image: compressed layers from the registry, pulled and unpacked
@@ -160,7 +160,8 @@ def chain(p, *, source="parameters cell") -> Chain:
     ch.step("t_img", "B_i/r_reg", "s", "image pull")
     # --- the weights: from where they sit, through the host-to-GPU link
     ch.given("N_s", models.param_count(m)["total"], "weights stored", kind="derived", source=serving.MODELS_SOURCE)
-    ch.given("b_w", q(p.weight_bytes_per_param, "byte/parameter"), "bytes per weight", kind="assumption", source=source)
+    ch.given("b_w", q(p.weight_bytes_per_param, "byte/parameter"), "bytes per weight", kind="assumption",
+             source=SPEC.source(p, "weight_bytes_per_param"))
     ch.step("M_w", "N_s*b_w", "GB", "weights, one copy")
     ch.given("r_pcie", catalog.interconnect("pcie5-x16")["bandwidth_unidirectional"], "PCIe 5.0 x16, one direction")
     ch.given("e_h", p.host_copy_share, "share of the link a host-to-GPU copy reaches", kind="assumption",
@@ -183,7 +184,7 @@ def chain(p, *, source="parameters cell") -> Chain:
              source=SPEC.source(p, "graph_capture_s"))
     ch.given("N_a", models.param_count(m)["active"], "weights multiplied per token", kind="derived",
              source=serving.MODELS_SOURCE)
-    ch.given("p", q(p.prompt_tokens, "token"), "first prompt", kind="assumption", source=source)
+    ch.given("p", q(p.prompt_tokens, "token"), "first prompt", kind="assumption", source=SPEC.source(p, "prompt_tokens"))
     ch.given("P", acc["bf16_dense"], "dense bf16 tensor rate")
     ch.given("k", q(2, "FLOP/parameter/token"), "FLOPs per weight per token", kind="derived", source="a matrix product")
     ch.step("t_p", "k*N_a*p/P", "ms", "prefill of the first prompt (compute floor)")
@@ -199,9 +200,11 @@ def chain(p, *, source="parameters cell") -> Chain:
                              f"({fmt(ch['M_w'])}) over the host-to-GPU link, {duration(ch['t_rf'])}")
     # --- the warm pool: Little's law for the mean, the Poisson tail for the target
     ch.given("lam", q(p.request_rate, "1/s"), "requests per second", kind="assumption", source=SPEC.source(p, "request_rate"))
-    ch.given("S", q(p.service_s, "s"), "seconds each request holds an instance", kind="assumption", source=source)
+    ch.given("S", q(p.service_s, "s"), "seconds each request holds an instance", kind="assumption",
+             source=SPEC.source(p, "service_s"))
     ch.step("L_b", "lam*S", "", "instances busy (Little's law)")
-    ch.given("eps", p.target, "share allowed to meet a cold start", kind="assumption", source=source)
+    ch.given("eps", p.target, "share allowed to meet a cold start", kind="assumption",
+             source=SPEC.source(p, "target"))
     ch.step("a_c", "lam*T_c", "", "cold starts in flight, mean (Little's law)")
     k_c, idle_c = pool_and_idle(p.request_rate, as_float(ch["T_c"], "s"), p.target)
     ch.given("k_c", k_c, "warm pool: smallest k with P(Poisson(a_c) >= k) <= eps", kind="derived",
@@ -299,7 +302,7 @@ def claims() -> list[Claim]:
         derived=f"cold start {duration(ch['T_c'])}, snapshot {duration(ch['T_s'])}, pool of {fmt(ch['k_s'])} "
                 f"warm instances, margin {pct(ch['m_s'])}",
         verdict=READING if ok else WRONG,
-        reading=f"within seconds read as under {duration(q(BUDGET_S, 's'))}, for all but {pct(p.target)} of "
+        reading=f"'within seconds' read as under {duration(q(BUDGET_S, 's'))}, for all but {pct(p.target)} of "
                 f"requests: kept by a snapshot start and a warm pool the provider pays for, not by a cold start",
         nearest_true="" if ok else "a cold start takes longer than the promise; a warm pool and a snapshot keep it",
         reason=f"A cold start of {p.model.name} takes {duration(ch['T_c'])}, the image alone "
@@ -352,7 +355,7 @@ def what_changes(p, ch) -> dict:
 def exercises(p, ch) -> dict:
     p = claim_inputs()
     ex1 = chain(p.replace(weights_from="nvme", image_gb=2.0))
-    ex2 = chain(p.replace(model=catalog.model("llama-3-70b"), weight_bytes_per_param=1.0), source="exercise")
+    ex2 = chain(p.replace(model=catalog.model("llama-3-70b"), weight_bytes_per_param=1.0))
     k_shed = wp.pool_size(p.request_rate, as_float(chain(p)["T_s"], "s"), p.target, policy="shed")
     a10 = 10 * p.request_rate * as_float(chain(p)["T_s"], "s")
     k10 = wp.pool_size(10 * p.request_rate, as_float(chain(p)["T_s"], "s"), p.target)
