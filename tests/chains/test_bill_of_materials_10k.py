@@ -61,3 +61,22 @@ def test_published_power_figures_come_from_the_catalog():
     ch = bom.compute(bom.SPEC.check())
     assert ch["p_tw"].to("W").m == pytest.approx(17)
     assert "ib-ndr.twin_port_module_power" in next(r.source for r in ch.rows if r.name == "p_tw")
+
+
+def test_defaults_taken_from_the_catalog_equal_it_and_cite_it_until_changed():
+    from utils.units import q
+    d, book = bom.SPEC.defaults(), bom.book_inputs()
+    assert d["server_w_per_gpu"] == book["server_w_per_gpu"] and d["n_tokens"] == book["n_tokens"]
+    assert d["switch_radix"] == bom.radix()
+    rows = {r.name: r for r in bom.compute(bom.SPEC.check()).rows}
+    assert rows["p_srv"].source.startswith("catalog: h100-server.power_per_gpu") and rows["D"].kind == "spec"
+    changed = {r.name: r for r in bom.compute(bom.SPEC.check(pue=1.3, n_tokens=1e13)).rows}
+    assert changed["PUE"].source == changed["D"].source == "parameters cell" and changed["D"].kind == "assumption"
+    assert changed["p_srv"].value == q(d["server_w_per_gpu"], "W/GPU")
+
+
+def test_the_superpod_table_is_the_catalogs_with_its_source():
+    from utils import catalog
+    assert sorted(bom.SUPERPOD) == [2, 4, 8, 16, 32, 64] and bom.SUPERPOD[64][:4] == (2048, 512, 512, 256)
+    row = catalog.entry("superpod", "su-16")
+    assert row["core_switches"].kind == "spec" and row["core_switches"].source.url.startswith("https://docs.nvidia.com")

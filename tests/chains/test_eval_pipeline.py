@@ -56,3 +56,14 @@ def test_properties():
     assert big["utilisation_lpt"].m > unsharded["utilisation_lpt"].m       # the tail needs shards at scale
     bigger = chains.derive("eval-pipeline", eval_prompts=2000)
     assert bigger["score_standard_error"].m == pytest.approx(base["score_standard_error"].m / 2)
+
+
+def test_the_seeded_figures_hold_on_every_seed_and_are_shown_as_their_range():
+    p = chapter.claim_inputs()
+    sp = chapter.spread(p)
+    assert chapter.SEEDS >= 3
+    assert sp["utilisation_lpt"][0].m > 0.99 > sp["utilisation_round_robin"][1].m     # on every seed
+    lo, hi = sp["prompts_per_run"]
+    assert lo.m <= chains.derive("eval-pipeline")["prompts_per_run"].m <= hi.m
+    assert lo.m < chapter.expected_prompts(p) < hi.m          # the verdict's expected size lies inside the draws
+    assert f"over {chapter.SEEDS} seeds" in chapter.claims()[0].reason

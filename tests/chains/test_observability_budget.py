@@ -60,3 +60,11 @@ def test_properties():
     assert busy["ttft_hidden_share"].m > base["ttft_hidden_share"].m
     more = chains.derive("observability-budget", tenants=200)
     assert more["series_with_tenant"].m == pytest.approx(2 * base["series_with_tenant"].m)
+
+
+def test_the_attribution_holds_on_every_seed():
+    from utils.chains import observability_budget as chapter
+    assert chapter.SEEDS >= 3
+    sp = chapter.spread(chapter.SPEC.check())
+    assert sp["residue"][1] < 1e-9                  # token-share charges add up to the GPU time on every trace
+    assert sp["over"][0] > 1 and sp["rag"][1] < 0.4  # a per-request price overcharges RAG on every trace

@@ -12,8 +12,6 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-import numpy as np
-
 from utils import catalog
 from utils.chain import Chain, as_float, memoised
 from utils.fleet import cluster
@@ -44,7 +42,8 @@ PARAMETERS = (
     Param("core_oversubscription", 1.5, "spine-to-core taper, down:up ports (1 = full bisection)",
           source="this book's design choice"),
     Param("server_w_per_gpu", 575.0, "W per GPU, rest of the server (DGX H100 nameplate 10.2 kW / 8 - 700 W GPU)",
-          unit="W/GPU", check="non_negative", source="NVIDIA DGX H100 datasheet, 10.2 kW max"),
+          unit="W/GPU", check="non_negative",
+          source="catalog: h100-server.power_per_gpu (NVIDIA DGX H100 datasheet, 10.2 kW max) less the H100's TDP"),
     Param("pue", 1.2, "facility power / IT power", source="this book's assumption: a new AI hall"),
     Param("repair_days", 3.0, "days to return a failed node to service", unit="day",
           source="this book's assumption"),
@@ -76,13 +75,19 @@ RESULTS = (
 SWITCH_W = 750.0            # this book's assumption: a 1U 51.2 Tb/s switch without optics
 STORAGE_SERVER_W = 1000.0   # this book's assumption: one NVMe storage server
 CKPT_BYTES_PER_PARAM = 12   # fp32 master weights + Adam first and second moments, 4 bytes each
-SUPERPOD_SRC = ("NVIDIA DGX SuperPOD reference architecture (B200), DGX SuperPOD Architecture, switch and "
-                "cable counts by scalable unit (docs.nvidia.com/dgx-superpod/reference-architecture-scalable-"
-                "infrastructure-b200/latest/dgx-superpod-architecture.html, read 2026-11-29)")
-# SUs of 32 nodes: nodes, leaf, spine, core, node-leaf, leaf-spine, spine-core cables
-SUPERPOD = {2: (64, 16, 8, 0, 512, 512, 0), 4: (128, 32, 16, 0, 1024, 1024, 0), 8: (256, 64, 32, 0, 2048, 2048, 0),
-            16: (512, 128, 128, 64, 4096, 4096, 4096), 32: (1024, 256, 256, 128, 8192, 8192, 8192),
-            64: (2048, 512, 512, 256, 16384, 16384, 16384)}
+SUPERPOD_COLUMNS = ("nodes", "leaf_switches", "spine_switches", "core_switches", "cables_node_leaf",
+                    "cables_leaf_spine", "cables_spine_core")
+
+
+def superpod_table() -> dict[int, tuple]:
+    """NVIDIA's DGX SuperPOD (B200) table from the catalog (superpods.toml): {SUs of 32 nodes: (nodes, leaf, spine,
+    core, node-leaf, leaf-spine, spine-core cables)}, smallest first."""
+    rows = sorted((catalog.entry("superpod", key) for key in catalog.keys("superpod")),
+                  key=lambda e: as_float(e.q("scalable_units")))
+    return {int(as_float(e.q("scalable_units"))): tuple(int(as_float(e.q(c))) for c in SUPERPOD_COLUMNS) for e in rows}
+
+
+SUPERPOD = superpod_table()
 
 
 def cited(kind: str, key: str, field: str) -> str:
@@ -152,7 +157,9 @@ def validate(p) -> None:
 def bill(n_gpus, gpus_per_node, nodes_per_pod, switch_radix, checkpoint_bytes, checkpoint_seconds, *,
          model, n_tokens, mfu, gpu, core_oversubscription, server_w_per_gpu, pue, repair_days,
          spare_confidence, source="parameters cell") -> Chain:
-    """The whole bill as one chain. model and gpu are catalog Entries."""
+    """The whole bill as one chain. model and gpu are catalog Entries; source is one source for every input
+    the caller set, or a function of the parameter's name (compute passes the spec's, so a default cites its own)."""
+    src = source if callable(source) else (lambda name: source)
     fabric = catalog.interconnect("ib-ndr")
     run = reference_run()["entry"]
     counts = param_count(model)
@@ -160,17 +167,18 @@ def bill(n_gpus, gpus_per_node, nodes_per_pod, switch_radix, checkpoint_bytes, c
     # --- compute: the FLOPs set the run length on n_gpus --------------------------------------------
     ch.given("N", counts["active"], "parameters multiplied per token", kind="spec",
              source=f"{model.name}, counted from its configuration")
-    ch.given("D", q(n_tokens, "token"), "training tokens", kind="assumption", source=source)
+    ch.given("D", q(n_tokens, "token"), "training tokens", source=src("n_tokens"),
+             kind="spec" if src("n_tokens").startswith("catalog") else "assumption")
     ch.given("k_6", q(6, "FLOP/parameter/token"), "training FLOPs per parameter per token",
              kind="derived", source="the 6ND chapter")
     ch.step("C", "k_6*N*D", "FLOP", "training compute")
     rate, rate_kind, rate_src = rate_used(gpu)
     ch.given("R", rate / q(1, "GPU"), "bf16 dense rate per GPU", kind=rate_kind, source=rate_src)
-    ch.given("u", mfu, "MFU (fraction of R sustained)", kind="assumption", source=source)
-    ch.given("G", q(n_gpus, "GPU"), "GPUs the job runs on", kind="assumption", source=source)
+    ch.given("u", mfu, "MFU (fraction of R sustained)", kind="assumption", source=src("mfu"))
+    ch.given("G", q(n_gpus, "GPU"), "GPUs the job runs on", kind="assumption", source=src("n_gpus"))
     ch.solve("T", "C = G*u*R*T", "day", "training time on G GPUs")
     # --- nodes, spare pool, pods ----------------------------------------------------------------
-    ch.given("g", q(gpus_per_node, "GPU"), "GPUs per node", kind="assumption", source=source)
+    ch.given("g", q(gpus_per_node, "GPU"), "GPUs per node", kind="assumption", source=src("gpus_per_node"))
     ch.step("n_job", "ceiling(G/g)", "", "nodes the job needs")
     ch.given("I_u", run["interruptions_unexpected"], "unexpected interruptions in the reference run")
     ch.given("f_hw", run["unexpected_hardware_share"], "share of them that was hardware")
@@ -178,15 +186,17 @@ def bill(n_gpus, gpus_per_node, nodes_per_pod, switch_radix, checkpoint_bytes, c
     ch.given("T_ref", run["snapshot_days"], "length of its snapshot")
     ch.step("lambda_hw", "f_hw*I_u/(G_ref*T_ref)", "1/GPU/day", "hardware failure rate per GPU")
     ch.step("F", "lambda_hw*G", "1/day", "hardware failures per day in the job")
-    ch.given("t_r", q(repair_days, "day"), "time to return a failed node to service", kind="assumption", source=source)
+    ch.given("t_r", q(repair_days, "day"), "time to return a failed node to service", kind="assumption",
+             source=src("repair_days"))
     ch.step("L_out", "F*t_r", "", "nodes out of service on average (Little's law)")
     spares = cluster.poisson_quantile(as_float(ch["L_out"], ""), spare_confidence)
-    ch.given("p_s", spare_confidence, "confidence the pool covers the nodes out", kind="assumption", source=source)
+    ch.given("p_s", spare_confidence, "confidence the pool covers the nodes out", kind="assumption",
+             source=src("spare_confidence"))
     ch.given("S_n", spares, "spare nodes: Poisson(L_out) quantile at p_s", kind="derived",
              source="utils.fleet.cluster.poisson_quantile")
     ch.step("S_g", "S_n*g", "GPU", "spare GPUs (whole nodes)")
     ch.step("n_req", "n_job + S_n", "", "nodes with the spare pool")
-    ch.given("n_pod", nodes_per_pod, "nodes per pod", kind="assumption", source=source)
+    ch.given("n_pod", nodes_per_pod, "nodes per pod", kind="assumption", source=src("nodes_per_pod"))
     ch.step("P", "ceiling(n_req/n_pod)", "", "pods (bought whole)")
     ch.step("n", "P*n_pod", "", "nodes provisioned")
     ch.step("G_prov", "n*g", "GPU", "GPUs provisioned")
@@ -198,13 +208,13 @@ def bill(n_gpus, gpus_per_node, nodes_per_pod, switch_radix, checkpoint_bytes, c
     ch.step("r", "m*g", "", "rails per node")
     catalog_radix = switch_radix == as_float(fabric.q("switch_ports"))
     ch.given("k", switch_radix, "switch radix (ports)", kind="spec" if catalog_radix else "assumption",
-             source=fabric["switch_ports"].cite if catalog_radix else source)
+             source=fabric["switch_ports"].cite if catalog_radix else src("switch_radix"))
     ch.step("E_p", "r*n_pod", "", "endpoints per pod")
     ch.step("L_p", "r*ceiling(2*n_pod/k)", "", "leaves per pod (one rail, k/2 nodes each)")
     ch.given("x", 1 if round(as_float(ch["P"], "")) > 1 else 0, "core tier present (1 with more than one pod)",
              kind="derived", source="the pod count")
     ch.given("s", core_oversubscription, "core-tier oversubscription (spine ports down:up)",
-             kind="assumption", source=source)
+             kind="assumption", source=src("core_oversubscription"))
     ch.step("U_p", "x*ceiling(E_p/s)", "", "links from each pod up to the core")
     ch.step("S_p", "ceiling((E_p + U_p)/k)", "", "spines per pod")
     ch.step("N_leaf", "P*L_p", "", "leaf switches")
@@ -220,8 +230,8 @@ def bill(n_gpus, gpus_per_node, nodes_per_pod, switch_radix, checkpoint_bytes, c
              source=fabric["bandwidth_unidirectional"].cite)
     ch.step("b_core", "b/s", "GB/s", "per-GPU bandwidth between pods")
     # --- checkpoint ------------------------------------------------------------------------------
-    ch.given("B", q(checkpoint_bytes, "B"), "checkpoint size", kind="assumption", source=source)
-    ch.given("delta", q(checkpoint_seconds, "s"), "time allowed to write it", kind="assumption", source=source)
+    ch.given("B", q(checkpoint_bytes, "B"), "checkpoint size", kind="assumption", source=src("checkpoint_bytes"))
+    ch.given("delta", q(checkpoint_seconds, "s"), "time allowed to write it", kind="assumption", source=src("checkpoint_seconds"))
     ch.step("W", "B/delta", "GB/s", "checkpoint write bandwidth")
     ch.given("N_all", counts["total"], "all the model's parameters", kind="spec",
              source=f"{model.name}, counted from its configuration")
@@ -244,7 +254,7 @@ def bill(n_gpus, gpus_per_node, nodes_per_pod, switch_radix, checkpoint_bytes, c
     # --- power -----------------------------------------------------------------------------------
     ch.given("p_gpu", gpu.q("tdp") / q(1, "GPU"), "GPU TDP", kind="spec", source=gpu["tdp"].cite)
     ch.given("p_srv", q(server_w_per_gpu, "W/GPU"), "rest of the server, per GPU", kind="assumption",
-             source=source + "; default from " + cited("price", "h100-server", "power_per_gpu"))
+             source=src("server_w_per_gpu"))
     ch.step("P_nodes", "G_prov*(p_gpu + p_srv)", "MW", "servers")
     ch.given("p_sw", q(SWITCH_W, "W"), "switch without optics", kind="assumption", source="this book's assumption")
     ch.given("p_tw", fabric["twin_port_module_power"], "twin-port switch-side module",
@@ -253,7 +263,7 @@ def bill(n_gpus, gpus_per_node, nodes_per_pod, switch_radix, checkpoint_bytes, c
     ch.given("p_st", q(STORAGE_SERVER_W, "W"), "storage server", kind="assumption", source="this book's assumption")
     ch.step("P_st", "N_st*p_st", "kW", "storage")
     ch.step("P_IT", "P_nodes + P_net + P_st", "MW", "critical IT power")
-    ch.given("PUE", pue, "power usage effectiveness", kind="assumption", source=source)
+    ch.given("PUE", pue, "power usage effectiveness", kind="assumption", source=src("pue"))
     ch.step("P_fac", "PUE*P_IT", "MW", "facility power")
     ch.step("p_all", "P_fac/G_prov", "W/GPU", "all-in facility power per provisioned GPU")
     return ch
@@ -268,7 +278,7 @@ def _args(p) -> tuple[tuple, dict]:
 
 def compute(p) -> Chain:
     args, kw = _args(p)
-    return bill(*args, **kw)
+    return bill(*args, **kw, source=lambda name: SPEC.source(p, name))
 
 
 def count(ch, name) -> int:
@@ -491,6 +501,7 @@ def check_texts(ck) -> dict:
 
 def taper_sweep(p, ch, tapers) -> dict:
     """Switches against the core taper for this run's pods: whole switches and the closed form."""
+    import numpy as np
     P, r = count(ch, "P"), count(ch, "r")
     stepwise = np.array([cluster.fat_tree(P, p.nodes_per_pod, r, p.switch_radix, s)["total"] for s in tapers])
     closed = np.array([cluster.switches_closed_form(count(ch, "E_n"), p.switch_radix, s) for s in tapers])
@@ -556,7 +567,7 @@ def exercises(p, ch) -> dict:
     fleet = Chain("GPUs for a fixed run length")
     fleet.given("C", ch["C"], "training compute", kind="derived", source="the chain")
     fleet.given("R", ch["R"], "rate per GPU", kind="derived", source="the chain")
-    fleet.given("u", ch["u"], "MFU", kind="assumption", source="parameters cell")
+    fleet.given("u", ch["u"], "MFU", kind="assumption", source=SPEC.source(p, "mfu"))
     fleet.given("T", q(EX1_DAYS, "day"), "run length", kind="assumption", source="the exercise")
     fleet.solve("G", "C = G*u*R*T", "GPU", "GPUs the run needs")
     g1 = math.ceil(as_float(fleet["G"], "GPU"))
@@ -573,4 +584,5 @@ def exercises(p, ch) -> dict:
             "ex3-sw": fmt(count(ex3, "N_sw")), "ex3-extra": fmt(count(ex3, "n_extra"))}
 
 
-SPEC = Spec("bill-of-materials-10k", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)
+SPEC = Spec("bill-of-materials-10k", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED,
+            closed_form=True)

@@ -51,20 +51,20 @@ def validate(p):
 
 
 def compute(p) -> Chain:
-    # The page cites every input as the parameters cell, defaults included (SPEC.source would change the table).
-    source = "parameters cell"
     ch = Chain("A month of token billing, and what each fault costs")
-    ch.given("R", q(p.requests_per_day, "request/day"), "requests a day", kind="assumption", source=source)
+    ch.given("R", q(p.requests_per_day, "request/day"), "requests a day", kind="assumption",
+             source=SPEC.source(p, "requests_per_day"))
     ch.given("n", q(p.tokens_per_request, "token/request"), "billable tokens per request", kind="assumption",
-             source=source)
-    ch.given("t", q(p.days, "day"), "billing month", kind="assumption", source=source)
-    ch.given("p", q(p.price_per_mtok, "USD/Mtoken"), "price per million tokens", kind="assumption", source=source)
+             source=SPEC.source(p, "tokens_per_request"))
+    ch.given("t", q(p.days, "day"), "billing month", kind="assumption", source=SPEC.source(p, "days"))
+    ch.given("p", q(p.price_per_mtok, "USD/Mtoken"), "price per million tokens", kind="assumption",
+             source=SPEC.source(p, "price_per_mtok"))
     ch.step("T", "R*n*t", "token", "tokens in the month")
     ch.step("B", "p*T", "USD", "the month's invoices")
-    ch.given("d", p.duplicate_rate, "redelivered share", kind="assumption", source=source)
-    ch.given("r_drop", p.drop_rate, "dropped share", kind="assumption", source=source)
-    ch.given("r_retry", p.retry_share, "retried share", kind="assumption", source=source)
-    ch.given("r_late", p.late_share, "late share", kind="assumption", source=source)
+    ch.given("d", p.duplicate_rate, "redelivered share", kind="assumption", source=SPEC.source(p, "duplicate_rate"))
+    ch.given("r_drop", p.drop_rate, "dropped share", kind="assumption", source=SPEC.source(p, "drop_rate"))
+    ch.given("r_retry", p.retry_share, "retried share", kind="assumption", source=SPEC.source(p, "retry_share"))
+    ch.given("r_late", p.late_share, "late share", kind="assumption", source=SPEC.source(p, "late_share"))
     ch.step("L_dup", "d*B", "USD", "duplicates billed twice without the key")
     ch.step("L_drop", "r_drop*B", "USD", "drops never billed without the replay")
     ch.step("L_retry", "r_retry*B", "USD", "retried attempts billed too (each ran in full)")
@@ -204,4 +204,4 @@ def contract_text() -> dict:
     return {"contract-scenarios": f"{ck['scenarios']:,}", "contract-held": f"{ck['held']:,}"}
 
 
-SPEC = Spec("billing-pipeline", PARAMETERS, RESULTS, compute, validate=validate)
+SPEC = Spec("billing-pipeline", PARAMETERS, RESULTS, compute, validate=validate, closed_form=True)

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from utils import catalog
 from utils.chain import Chain, as_float, memoised
 from utils.fleet import money
@@ -79,10 +77,8 @@ def catalog_float(name: str, field: str | None = None, unit: str | None = None) 
 
 
 def input_kind(name: str) -> str:
-    """The catalog default's kind, with a price someone lists (a rental rate, a utility tariff) as `market`, not
-    `spec`: the catalog's schema has no such kind yet, so this page names it."""
-    v = catalog_value(name)
-    return "market" if v.kind == "spec" and "USD" in CATALOG[name][2] else v.kind
+    """The catalog default's kind: `market` for a price someone lists (a rental rate, a utility tariff)."""
+    return catalog_value(name).kind
 
 
 def provenance(name: str, value: float) -> tuple[str, str]:
@@ -211,6 +207,7 @@ def residual_high() -> float:
 
 def rate_curves(p, rates) -> dict:
     """Break-even against the rental rate, u = c_full / r, for no resale value, this run's and the high one."""
+    import numpy as np
     out = {}
     for f in sorted({0.0, p.residual_fraction, residual_high()}):
         ch = own_or_rent(**{**values(p), "residual_fraction": f}, title="curve")
@@ -348,4 +345,4 @@ def elasticity_texts(p, ch, elastic) -> dict:
             "per-tenth": f"{100 * as_float(0.1 * ch['C_cap'] / ch['C_rent'], ''):.1f}", "r-star": fmt(ch["c_full"])}
 
 
-SPEC = Spec("buy-vs-rent", PARAMETERS, RESULTS, compute, validate=validate)
+SPEC = Spec("buy-vs-rent", PARAMETERS, RESULTS, compute, validate=validate, closed_form=True)

@@ -118,39 +118,52 @@ def validate(p) -> None:
 def data_pipeline(tokens, bytes_per_token_id, text_bytes_per_token, keep_extract, keep_language, keep_quality,
                   keep_dedup, raw_compression, raw_bytes_per_page, days, rate_extract, rate_language,
                   rate_quality, rate_dedup, rate_tokenize, train_tokens_per_second, *, source="parameters cell"):
+    """source: one source for every input the caller set, or a function of the parameter's name (compute passes
+    the spec's); an input with a fuller citation keeps it unless a reader changed it."""
+    src = source if callable(source) else (lambda name: source)
+
+    def cite(name, full):
+        return "parameters cell" if src(name) == "parameters cell" else full
+
     ch = Chain("Fifteen trillion tokens, from crawl to shards")
-    ch.given("D", q(tokens, "token"), "training tokens", kind="assumption", source=source)
+    ch.given("D", q(tokens, "token"), "training tokens", kind="assumption", source=src("tokens"))
     ch.given("b_id", q(bytes_per_token_id, "B/token"), "bytes per token id in a shard", kind="assumption",
-             source=source + f"; Megatron-LM indexed_dataset.py: uint16 below {MEGATRON_UINT16_BELOW:,} ids, else int32")
-    ch.given("b_txt", q(text_bytes_per_token, "B/token"), "clean-text bytes per token", kind="spec", source=LLAMA3_TOK)
+             source=cite("bytes_per_token_id",
+                         f"Megatron-LM indexed_dataset.py: uint16 below {MEGATRON_UINT16_BELOW:,} ids, else int32"))
+    ch.given("b_txt", q(text_bytes_per_token, "B/token"), "clean-text bytes per token", kind="spec",
+             source=cite("text_bytes_per_token", LLAMA3_TOK))
     ch.step("S", "D*b_id", "TB", "token shards")
     ch.step("W_clean", "D*b_txt", "TB", "clean text (after deduplication)")
-    ch.given("k_e", keep_extract, "extraction keeps (text / HTML bytes)", kind="assumption", source=EXTRACT)
-    ch.given("k_l", keep_language, "language identification keeps", kind="assumption", source=CC_LANG)
-    ch.given("k_q", keep_quality, "quality filtering keeps", kind="assumption", source=REFINEDWEB)
-    ch.given("k_d", keep_dedup, "deduplication keeps", kind="assumption", source=REFINEDWEB)
+    ch.given("k_e", keep_extract, "extraction keeps (text / HTML bytes)", kind="assumption",
+             source=cite("keep_extract", EXTRACT))
+    ch.given("k_l", keep_language, "language identification keeps", kind="assumption",
+             source=cite("keep_language", CC_LANG))
+    ch.given("k_q", keep_quality, "quality filtering keeps", kind="assumption", source=cite("keep_quality", REFINEDWEB))
+    ch.given("k_d", keep_dedup, "deduplication keeps", kind="assumption", source=cite("keep_dedup", REFINEDWEB))
     ch.solve("W_raw", "W_clean = W_raw*k_e*k_l*k_q*k_d", "PB", "crawl HTML, uncompressed")
-    ch.given("z", raw_compression, "WARC compression (uncompressed / stored)", kind="assumption", source=CC_STORED)
+    ch.given("z", raw_compression, "WARC compression (uncompressed / stored)", kind="assumption",
+             source=cite("raw_compression", CC_STORED))
     ch.step("W_stored", "W_raw/z", "PB", "crawl as stored (gzip WARC)")
     ch.step("W_text", "W_raw*k_e", "TB", "extracted text")
     ch.step("W_lang", "W_text*k_l", "TB", "after language identification")
     ch.step("W_qual", "W_lang*k_q", "TB", "after quality filtering (into dedup)")
     ch.given("s_page", q(raw_bytes_per_page, "B"), "uncompressed bytes per crawled page", kind="spec",
-             source=CC_DEC2024)
+             source=cite("raw_bytes_per_page", CC_DEC2024))
     ch.step("P", "W_raw/s_page", "", "pages to process")
-    ch.given("t", q(days, "day"), "time allowed", kind="assumption", source=source)
+    ch.given("t", q(days, "day"), "time allowed", kind="assumption", source=src("days"))
     ch.step("X_raw", "W_raw/t", "GB/s", "extraction throughput needed")
     ch.step("p_rate", "P/t", "1/s", "pages per second")
     ch.step("X_clean", "W_clean/t", "MB/s", "tokenisation throughput needed")
-    ch.given("r_e", q(rate_extract, "MB/s"), "extraction rate per core", kind="assumption", source=RATE)
+    ch.given("r_e", q(rate_extract, "MB/s"), "extraction rate per core", kind="assumption",
+             source=cite("rate_extract", RATE))
     ch.given("r_l", q(rate_language, "MB/s"), "language-ID rate per core", kind="assumption",
-             source="this book's assumption: a fastText linear classifier")
+             source=cite("rate_language", "this book's assumption: a fastText linear classifier"))
     ch.given("r_q", q(rate_quality, "MB/s"), "quality-filter rate per core", kind="assumption",
-             source="this book's assumption: regex/statistics heuristics plus a fastText-class classifier")
+             source=cite("rate_quality", "this book's assumption: regex/statistics heuristics plus a fastText-class classifier"))
     ch.given("r_d", q(rate_dedup, "MB/s"), "MinHash rate per core", kind="assumption",
-             source="this book's assumption: one hash per word 5-gram, a hundred-odd permutations each")
+             source=cite("rate_dedup", "this book's assumption: one hash per word 5-gram, a hundred-odd permutations each"))
     ch.given("r_t", q(rate_tokenize, "MB/s"), "tokenisation rate per core", kind="assumption",
-             source="this book's assumption: a compiled BPE (tiktoken / HF tokenizers) on one thread")
+             source=cite("rate_tokenize", "this book's assumption: a compiled BPE (tiktoken / HF tokenizers) on one thread"))
     ch.step("n_e", "W_raw/(r_e*t)", "", "cores: extraction")
     ch.step("n_l", "W_text/(r_l*t)", "", "cores: language identification")
     ch.step("n_q", "W_lang/(r_q*t)", "", "cores: quality filtering")
@@ -158,7 +171,8 @@ def data_pipeline(tokens, bytes_per_token_id, text_bytes_per_token, keep_extract
     ch.step("n_t", "W_clean/(r_t*t)", "", "cores: tokenisation")
     ch.step("n_all", "n_e + n_l + n_q + n_d + n_t", "", "cores, whole pipeline")
     ch.step("f_e", "n_e/n_all", "", "extraction's share of the cores")
-    ch.given("R", q(train_tokens_per_second, "token/s"), "training read rate", kind="assumption", source=source)
+    ch.given("R", q(train_tokens_per_second, "token/s"), "training read rate", kind="assumption",
+             source=src("train_tokens_per_second"))
     ch.step("B_read", "R*b_id", "MB/s", "shard read bandwidth")
     ch.step("T_train", "D/R", "day", "time to read every token once")
     busiest = max(STAGES, key=lambda st: as_float(ch[st[1]]))
@@ -175,7 +189,7 @@ def ranked(ch) -> list[tuple]:
 
 
 def compute(p) -> Chain:
-    return data_pipeline(**{n: p[n] for n in INPUTS})
+    return data_pipeline(**{n: p[n] for n in INPUTS}, source=lambda name: SPEC.source(p, name))
 
 
 # --- the claim ------------------------------------------------------------------------------------
@@ -349,4 +363,4 @@ def exercises(p, ch) -> dict:
             "ex3-read": fmt(stored_rate), "ex3-gbit": fmt(stored_rate.to("Gbit/s"))}
 
 
-SPEC = Spec("data-pipeline-15t", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)
+SPEC = Spec("data-pipeline-15t", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED, closed_form=True)

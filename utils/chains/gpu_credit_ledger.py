@@ -118,12 +118,10 @@ def compute(p) -> Chain:
     day = demand(gpus, hours, p.load, seed)
     r = run_day(gpus, day, p.cap_factor)
     total = lambda key: float(sum(sum(a.values()) for a in r[key]))    # noqa: E731
-    # The page cites the reader's inputs as the parameters cell, defaults included (SPEC.source would change it).
-    source = "parameters cell"
     ch = Chain("A day of demand on the fleet: quotas, borrowing, caps")
     ch.given("G", q(gpus, "GPU"), "GPUs in the fleet", kind="spec" if gpus == 4096 else "assumption",
-             source="spec/001" if gpus == 4096 else source)
-    ch.given("H", q(hours, "hour"), "period simulated", kind="assumption", source=source)
+             source=SPEC.source(p, "gpus"))
+    ch.given("H", q(hours, "hour"), "period simulated", kind="assumption", source=SPEC.source(p, "hours"))
     ch.step("C", "G*H", "GPU*hour", "GPU-hours on offer")
     ch.given("D", q(float(sum(r["demand"])), "GPU*hour"), "GPU-hours demanded, at most the fleet each hour",
              kind="assumption", source="seeded demand (utils.chains.gpu_credit_ledger.demand)", digits=5)
@@ -141,8 +139,9 @@ def compute(p) -> Chain:
              source="search in steps of a twentieth")
     ch.given("S_b", float(r["starved"]), "team-hours below min(demand, guarantee), borrowing",
              kind="assumption", source="utils.fleet.ledger.allocate")
-    ch.given("g", q(int(p.job_gpus), "GPU"), "GPUs of the job", kind="assumption", source=source)
-    ch.given("t_g", q(p.grace_minutes, "minute"), "checkpoint window the hold funds", kind="assumption", source=source)
+    ch.given("g", q(int(p.job_gpus), "GPU"), "GPUs of the job", kind="assumption", source=SPEC.source(p, "job_gpus"))
+    ch.given("t_g", q(p.grace_minutes, "minute"), "checkpoint window the hold funds", kind="assumption",
+             source=SPEC.source(p, "grace_minutes"))
     ch.step("hold", "g*t_g", "GPU*hour", "hold moved to escrow at start")
     ch.data["day"], ch.data["run"] = day, r
     return ch

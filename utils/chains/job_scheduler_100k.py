@@ -84,10 +84,12 @@ def mean(xs) -> float:
 
 
 def chain_of(rs: dict, ticks: dict, p_gpus, tau, *, source="parameters cell") -> Chain:
+    """source: one source for the caller's inputs, or a function of the parameter's name (compute passes the spec's)."""
+    src = source if callable(source) else (lambda name: source)
     ch = Chain("A gang scheduler on seeded arrivals, and one tick's cost (utils.fleet.scheduler)")
     sim = "simulated: utils.fleet.scheduler.simulate"
-    ch.given("G", q(p_gpus, "GPU"), "GPUs in the cluster", kind="assumption", source=source)
-    ch.given("tau", q(tau, "hour"), "checkpoint interval", kind="assumption", source=source)
+    ch.given("G", q(p_gpus, "GPU"), "GPUs in the cluster", kind="assumption", source=src("n_gpus"))
+    ch.given("tau", q(tau, "hour"), "checkpoint interval", kind="assumption", source=src("checkpoint_hours"))
     b, g = rs["base"], rs["greedy"]
     ch.given("W_res", q(max(rs["reserved"].waits("gang")), "hour"), "longest big-gang wait, reservation",
              kind="derived", source=sim)
@@ -110,7 +112,8 @@ def chain_of(rs: dict, ticks: dict, p_gpus, tau, *, source="parameters cell") ->
     ch.step("X_bug", "L_bug + F_bug", "GPU*hour", "thrown away when victims are resubmitted")
     for tag, t in (("small", ticks["small"]), ("big", ticks["big"])):
         sym = "s" if tag == "small" else "big"
-        ch.given(f"n_{sym}", t["n"], f"waiting jobs ({tag} backlog)", kind="assumption", source=source)
+        ch.given(f"n_{sym}", t["n"], f"waiting jobs ({tag} backlog)", kind="assumption",
+                 source=src(f"queue_{tag}"))
         ch.given(f"O_{sym}", t["ops"], f"entries one tick touches, indexed ({tag})", kind="derived",
                  source="counted: utils.fleet.scheduler.tick_cost")
         ch.given(f"S_{sym}", t["scan_ops"], f"entries one tick touches, scanning ({tag})", kind="derived",
@@ -124,7 +127,7 @@ def compute(p) -> Chain:
               p.tick_hours, p.seed)
     ticks = {"small": tick_cost(int(p.queue_small), int(p.n_gpus), int(p.seed)),
              "big": tick_cost(int(p.queue_big), int(p.n_gpus), int(p.seed))}
-    return chain_of(rs, ticks, p.n_gpus, p.checkpoint_hours)
+    return chain_of(rs, ticks, p.n_gpus, p.checkpoint_hours, source=lambda name: SPEC.source(p, name))
 
 
 # --- the claim ------------------------------------------------------------------------------------

@@ -165,10 +165,11 @@ def compute(p) -> Chain:
     e_eff = dataclasses.replace(e, W=e.W * p.bandwidth_fraction, P=e.P * p.compute_fraction)
     a = achieved_engine(ec, p)
     ch = Chain("Spans, counters, series and attribution")
-    ch.given("t_gw", q(p.gateway_ms, "ms"), "gateway", kind="assumption", source="parameters cell")
-    ch.given("t_au", q(p.auth_ms, "ms"), "auth", kind="assumption", source="parameters cell")
-    ch.given("t_q", q(p.queue_ms, "ms"), "queue (no span in a naive trace)", kind="assumption", source="parameters cell")
-    ch.given("t_rt", q(p.router_ms, "ms"), "router", kind="assumption", source="parameters cell")
+    ch.given("t_gw", q(p.gateway_ms, "ms"), "gateway", kind="assumption", source=SPEC.source(p, "gateway_ms"))
+    ch.given("t_au", q(p.auth_ms, "ms"), "auth", kind="assumption", source=SPEC.source(p, "auth_ms"))
+    ch.given("t_q", q(p.queue_ms, "ms"), "queue (no span in a naive trace)", kind="assumption",
+             source=SPEC.source(p, "queue_ms"))
+    ch.given("t_rt", q(p.router_ms, "ms"), "router", kind="assumption", source=SPEC.source(p, "router_ms"))
     add_fraction_inputs(ch, p.compute_fraction, p.bandwidth_fraction)
     ch.given("t_pf", q(batching.prefill_time(e_eff, [pc.mean_prompt_tokens]), "s").to("ms"), "prefill of a mean prompt",
              kind="derived", source="utils.serving.batching.prefill_time at the achieved shares")
@@ -185,7 +186,8 @@ def compute(p) -> Chain:
     ch.given("h", ec["h"], "host time per streamed token", kind="assumption", source="the continuous-batching chain")
     ch.step("t_fl", "o*h", "ms", "stream flush span: the server's writes")
     ch.step("t_srv", "t_gw + t_au + t_q + t_rt + t_pf + t_dec + t_fl", "s", "arrival to the server's last write")
-    ch.given("t_c", q(p.client_flush_ms, "ms"), "client-side flush", kind="assumption", source="parameters cell")
+    ch.given("t_c", q(p.client_flush_ms, "ms"), "client-side flush", kind="assumption",
+             source=SPEC.source(p, "client_flush_ms"))
     ch.step("t_cl", "t_srv + t_c", "s", "arrival to the client's last token")
     ch.step("t_nv", "t_srv - t_q", "s", "naive trace: first span to last server write")
     ch.step("s_h", "(t_cl - t_nv)/t_cl", "", "share the naive trace misses")
@@ -197,32 +199,36 @@ def compute(p) -> Chain:
     ch.given("r_X", q(cB["tokens_per_s"] / c1["tokens_per_s"], ""), "tokens per second, batch over one",
              kind="derived", source="roofline step")
     # --- series
-    ch.given("n_m", q(p.metrics, ""), "metrics", kind="assumption", source="parameters cell")
-    ch.given("n_i", q(p.replicas, ""), "replicas", kind="assumption", source="parameters cell")
-    ch.given("n_s", q(p.status_codes, ""), "status values", kind="assumption", source="parameters cell")
+    ch.given("n_m", q(p.metrics, ""), "metrics", kind="assumption", source=SPEC.source(p, "metrics"))
+    ch.given("n_i", q(p.replicas, ""), "replicas", kind="assumption", source=SPEC.source(p, "replicas"))
+    ch.given("n_s", q(p.status_codes, ""), "status values", kind="assumption", source=SPEC.source(p, "status_codes"))
     ch.given("n_b", q(p.buckets + 2, ""), "series per histogram and label set: its buckets, _sum and _count",
              kind="derived", source=HISTOGRAM_SOURCE)
     ch.step("S_0", "n_m*n_i*n_s*n_b", "", "series: the product of the labels' cardinalities")
-    ch.given("n_t", q(p.tenants, ""), "tenants", kind="assumption", source="parameters cell")
+    ch.given("n_t", q(p.tenants, ""), "tenants", kind="assumption", source=SPEC.source(p, "tenants"))
     ch.step("S_t", "S_0*n_t", "", "series with a tenant label")
-    ch.given("R", q(p.requests_per_s, "request/s"), "requests", kind="assumption", source="parameters cell")
-    ch.given("H", q(p.head_hours, "hour"), "head window", kind="assumption", source="parameters cell")
+    ch.given("R", q(p.requests_per_s, "request/s"), "requests", kind="assumption",
+             source=SPEC.source(p, "requests_per_s"))
+    ch.given("H", q(p.head_hours, "hour"), "head window", kind="assumption", source=SPEC.source(p, "head_hours"))
     ch.given("u", q(1, "request"), "one request", kind="derived", source="a request id names one request")
     ch.step("S_r", "n_m*n_b*R*H/u", "", "with a request id: every request new (its other labels fixed)")
     ch.given("m_s", q(p.bytes_per_series, "B"), "memory per series", kind="measured-by-others",
-             source="Robust Perception")
+             source=SPEC.source(p, "bytes_per_series"))
     ch.step("M_0", "S_0*m_s", "GiB", "memory, labels as planned")
     ch.step("M_r", "S_r*m_s", "GiB", "memory with a request id")
-    ch.given("M_max", q(p.store_memory_gib, "GiB"), "store's memory", kind="assumption", source="parameters cell")
+    ch.given("M_max", q(p.store_memory_gib, "GiB"), "store's memory", kind="assumption",
+             source=SPEC.source(p, "store_memory_gib"))
     ch.step("S_max", "M_max/m_s", "", "series the store holds")
     # --- a trace per token against the token
     price = catalog.price("h100-rental")["contract_1y"]
-    ch.given("g", q(p.gpus_per_replica, "GPU"), "GPUs per replica", kind="assumption", source="parameters cell")
+    ch.given("g", q(p.gpus_per_replica, "GPU"), "GPUs per replica", kind="assumption",
+             source=SPEC.source(p, "gpus_per_replica"))
     ch.given("c_g", price.q, "GPU-hour price", kind="market", source=price.cite)
     ch.given("X", q(a["X"], "token/s"), "tokens per second per replica", kind="derived",
              source="the continuous-batching chain at the achieved shares")
     ch.step("c_tok", "g*c_g/X", "USD/token", "GPU cost of one token")
-    ch.given("c_sp", q(p.usd_per_million_spans / 1e6, "USD"), "an indexed span", kind="market", source="Datadog")
+    ch.given("c_sp", q(p.usd_per_million_spans / 1e6, "USD"), "an indexed span", kind="market",
+             source=SPEC.source(p, "usd_per_million_spans"))
     ch.given("tok", q(1, "token"), "one token", kind="derived", source="one span per token")
     ch.step("r_span", "c_sp/(c_tok*tok)", "", "a span per token over the token's cost")
     # --- attribution
@@ -305,6 +311,23 @@ def tenant_rows(ch) -> list[list[str]]:
 def conservation(ch) -> float:
     a = ch.data["attribution"]
     return abs(a["charge"].sum() - a["total"]) / a["total"]
+
+
+SEEDS = 5   # the attribution trace redrawn on seeds seed .. seed + 4: its shares are shown as their range over these
+
+
+def spread(p) -> dict:
+    """The attribution over SEEDS traces from p's seed: (lowest, highest) of the RAG tenant's share of GPU time, of
+    what a per-request price overcharges it, and of the token-share charges' residue (zero on every trace)."""
+    runs = [compute(p.replace(seed=p.seed + i)) for i in range(SEEDS)]
+    vals = {"rag": [r["s_rag"].m for r in runs], "over": [r["s_rag_n"].m / r["s_rag"].m for r in runs],
+            "residue": [conservation(r) for r in runs]}
+    return {k: (min(v), max(v)) for k, v in vals.items()}
+
+
+def span(lo_hi, f=fmt) -> str:
+    lo, hi = (f(x) for x in lo_hi)
+    return lo if lo == hi else f"{lo} to {hi}"
 
 
 def series_curve(ch, n_labels: int = 8) -> dict:

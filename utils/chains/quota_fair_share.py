@@ -86,15 +86,15 @@ def compute(p) -> Chain:
     n, g, busy, eps = p.n_teams, p.gpus_per_team, p.busy_share, p.overflow
     k = pooled_size(n, busy, eps)
     sim = simulate_pool(np.random.default_rng(int(p.seed)), n, busy, k, int(p.sim_hours), p.burst_hours)
-    # The page cites these inputs as the parameters cell, defaults included (SPEC.source would change the table).
-    source = "parameters cell"
     ch = Chain("Static quotas against a pooled fleet")
-    ch.given("n", q(n, ""), "teams", kind="assumption", source=source)
-    ch.given("g", q(g, "GPU"), "GPUs per team at its peak (its static quota)", kind="assumption", source=source)
-    ch.given("p", busy, "share of the time a team is busy", kind="assumption", source=source)
+    ch.given("n", q(n, ""), "teams", kind="assumption", source=SPEC.source(p, "n_teams"))
+    ch.given("g", q(g, "GPU"), "GPUs per team at its peak (its static quota)", kind="assumption",
+             source=SPEC.source(p, "gpus_per_team"))
+    ch.given("p", busy, "share of the time a team is busy", kind="assumption", source=SPEC.source(p, "busy_share"))
     ch.step("C_s", "n*g", "GPU", "static fleet: every team's peak")
     ch.step("I_s", "1 - p", "", "idle share of static quotas")
-    ch.given("epsilon", eps, "share of the time the pool may be short", kind="assumption", source=source)
+    ch.given("epsilon", eps, "share of the time the pool may be short", kind="assumption",
+             source=SPEC.source(p, "overflow"))
     ch.given("k", q(k, ""), "busy teams the pool serves (binomial quantile at 1 - epsilon)", kind="derived",
              source="utils.fleet.fair_share.pooled_size")
     ch.step("C_p", "k*g", "GPU", "pooled fleet")
@@ -106,7 +106,8 @@ def compute(p) -> Chain:
     ch.given("I_p_sim", sim["pooled_idle"], "idle share of the pool, simulated", kind="derived",
              source="utils.fleet.fair_share.simulate_pool")
     h = hoarding(p.half_life_days * 24)
-    ch.given("h", q(p.half_life_days, "day"), "fair-share half-life", kind="spec", source=SPEC.source(p, "half_life_days"))
+    ch.given("h", q(p.half_life_days, "day"), "fair-share half-life", kind="spec",
+             source=SPEC.source(p, "half_life_days"))
     ch.given("T", q(7, "day"), "last week", kind="assumption", source="the claim")
     ch.step("w_7", "0.5**(T/h)", "", "weight of usage a week old")
     ch.given("S", h["cluster"].share["hoarder"], "hoarder's and fair team's share of the guarantees", kind="derived",
@@ -144,7 +145,7 @@ def claims() -> list[Claim]:
               derived=f"week-old usage weighs {pct(day)} at a half-life of a day; {pct(w)} at Slurm's default of "
                       f"{fmt(q(CLAIM['half_life_days'], 'day'))}",
               verdict=READING if hoard_loses else WRONG,
-              reading=(f"'a fair-share formula that decays so last week's usage does not cost you today' read as a "
+              reading=(f"\"a fair-share formula that decays so last week's usage does not cost you today\" read as a "
                        f"decay whose half-life is set for that purpose (Slurm's PriorityDecayHalfLife is a setting): "
                        f"at {fmt(q(1, 'day'))} a GPU-hour from a week ago weighs {pct(day)}; at Slurm's default of "
                        f"{fmt(q(CLAIM['half_life_days'], 'day'))} it still weighs {pct(w)}, so the default does not "
@@ -163,6 +164,24 @@ def claims() -> list[Claim]:
                      f"is the waste only for teams busy {pct(1 - CLAIM['static_waste'])} of the time, and the "
                      f"free-for-all needs team sizes it does not give."),
     ]
+
+
+SEEDS = 5   # the teams' bursts redrawn on seeds seed .. seed + 4: the simulation is shown as its range over these
+AGREE = 0.03   # the simulated idle shares must sit this close to the closed forms, on every seed
+
+
+def spread(p) -> dict:
+    """The simulation's idle shares and the demand it turns away: (lowest, highest) over SEEDS seeds from p's."""
+    runs = [compute(p.replace(seed=p.seed + i)) for i in range(SEEDS)]
+    vals = {"static": [r["I_s_sim"].m for r in runs], "pooled": [r["I_p_sim"].m for r in runs],
+            "turned": [r.data["sim"]["turned_away"] for r in runs],
+            "off": [max(abs(r["I_s_sim"].m - r["I_s"].m), abs(r["I_p_sim"].m - r["I_p"].m)) for r in runs]}
+    return {k: (min(v), max(v)) for k, v in vals.items()}
+
+
+def span(lo_hi) -> str:
+    lo, hi = (pct(x) for x in lo_hi)
+    return lo if lo == hi else f"{lo} to {hi}"
 
 
 # --- what the page shows --------------------------------------------------------------------------

@@ -100,7 +100,8 @@ def compute(p) -> Chain:
     ch.given("c_s", float(p.session_vcpu), "vCPUs per session", kind="assumption",
              source=SPEC.source(p, "session_vcpu"))
     ch.given("M_h", q(p.host_mem_gib, "GiB"), "host memory", kind="assumption", source=SPEC.source(p, "host_mem_gib"))
-    ch.given("r", float(p.host_reserved), "share kept for the host", kind="assumption", source="parameters cell")
+    ch.given("r", float(p.host_reserved), "share kept for the host", kind="assumption",
+             source=SPEC.source(p, "host_reserved"))
     ch.step("M_u", "M_h*(1 - r)", "GiB", "usable host memory")
     ch.given("V", float(p.host_vcpus * p.oversubscription), "vCPUs on offer per host", kind="assumption", source=HOST)
     ch.step("d_cpu", "V/c_s", "", "sessions per host by CPU (before rounding down)")
@@ -112,7 +113,8 @@ def compute(p) -> Chain:
                  kind="derived", source="utils.fleet.sandbox_hosts.density: the smaller of the two floors")
         ch.given(f"H_{k}", q(sandbox_hosts.hosts_for(p.sessions, d[k]["per_host"]), "node"), f"hosts, {NAMES[k]}",
                  kind="derived", source="ceil(S / sessions per host)")
-    ch.given("P", q(p.host_usd_per_hour, "USD/h/node"), "host price", kind="assumption", source="parameters cell")
+    ch.given("P", q(p.host_usd_per_hour, "USD/h/node"), "host price", kind="assumption",
+             source=SPEC.source(p, "host_usd_per_hour"))
     ch.given("T_m", q(HOURS_PER_MONTH, "h"), "hours a month", kind="derived", source="a year over twelve")
     ch.step("M_firecracker", "H_firecracker*P*T_m", "USD", "monthly cost, Firecracker")
     ch.step("M_vm", "H_vm*P*T_m", "USD", "monthly cost, full VM")
@@ -243,4 +245,4 @@ def case_rows() -> list[list[str]]:
             ["a session larger than a host", "refused", big]]
 
 
-SPEC = Spec("sandbox-isolation", PARAMETERS, RESULTS, compute, validate=validate)
+SPEC = Spec("sandbox-isolation", PARAMETERS, RESULTS, compute, validate=validate, closed_form=True)

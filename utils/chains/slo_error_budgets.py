@@ -121,17 +121,23 @@ def simulate(objective, period_days, e, e0, per_minute, t_end_min, seed, rules=N
 
 
 # --- the chain -----------------------------------------------------------------------------------------
-def budget_chain(p, *, source: str = "parameters cell") -> Chain:
+def budget_chain(p, *, source="parameters cell") -> Chain:
+    """source: one source for every input (a check's own reading), or a function of the parameter's name (compute
+    passes the spec's, so a default cites its own)."""
+    src = source if callable(source) else (lambda name: source)
     rule = fast_rule(p.period_days)
     ch = Chain("Error budget, burn rate, detection and rollback")
-    ch.given("o", q(p.objective, ""), "objective: share of requests good", kind="assumption", source=source)
-    ch.given("T", q(p.period_days, "day"), "period", kind="assumption", source=source)
+    ch.given("o", q(p.objective, ""), "objective: share of requests good", kind="assumption", source=src("objective"))
+    ch.given("T", q(p.period_days, "day"), "period", kind="assumption", source=src("period_days"))
     ch.step("B", "(1 - o)*T", "min", "error budget: minutes of full outage per period")
     ch.given("p_q", q(p.ttft_percentile, ""), "percentile of the TTFT objective", kind="spec", source="MLPerf")
-    ch.given("r", q(p.requests_per_minute, "request/min"), "traffic", kind="assumption", source=source)
+    ch.given("r", q(p.requests_per_minute, "request/min"), "traffic", kind="assumption",
+             source=src("requests_per_minute"))
     ch.step("B_q", "(1 - p_q)*r*T", "request", "requests the p99 TTFT objective lets exceed its bound")
-    ch.given("e", q(p.incident_bad_share, ""), "bad share during the incident", kind="assumption", source=source)
-    ch.given("e_0", q(p.baseline_bad_share, ""), "bad share on a normal day", kind="assumption", source=source)
+    ch.given("e", q(p.incident_bad_share, ""), "bad share during the incident", kind="assumption",
+             source=src("incident_bad_share"))
+    ch.given("e_0", q(p.baseline_bad_share, ""), "bad share on a normal day", kind="assumption",
+             source=src("baseline_bad_share"))
     ch.step("b", "e/(1 - o)", "", "burn rate during the incident")
     ch.step("T_x", "T/b", "hour", "time to spend the whole budget at that rate")
     ch.given("s_f", q(slo.WORKBOOK[0][3], ""), "fast rule: share of the budget worth a page", kind="spec",
@@ -140,17 +146,20 @@ def budget_chain(p, *, source: str = "parameters cell") -> Chain:
     ch.step("k_f", "s_f*T/W_f", "", "fast rule's burn rate")
     ch.step("t_d", "W_f*(k_f*(1 - o) - e_0)/(e - e_0)", "min", "failure to page: the hour's share reaches k(1 - o)")
     ch.step("s_d", "k_f*W_f/T", "", "budget spent when it fires: independent of e")
-    ch.given("t_a", q(p.ack_minutes, "min"), "page to a person looking", kind="assumption", source=source)
+    ch.given("t_a", q(p.ack_minutes, "min"), "page to a person looking", kind="assumption", source=src("ack_minutes"))
     ch.step("t_g", "t_d + t_a", "min", "detection gap: broken before anyone knew")
-    ch.given("t_rb", q(p.rollback_minutes, "min"), "rollback", kind="assumption", source=source)
-    ch.given("t_i", q(p.investigate_minutes, "min"), "reading logs first", kind="assumption", source=source)
+    ch.given("t_rb", q(p.rollback_minutes, "min"), "rollback", kind="assumption", source=src("rollback_minutes"))
+    ch.given("t_i", q(p.investigate_minutes, "min"), "reading logs first", kind="assumption",
+             source=src("investigate_minutes"))
     ch.step("M_rb", "e*(t_g + t_rb)", "min", "budget burned, rolling back first")
     ch.step("M_lg", "e*(t_g + t_i + t_rb)", "min", "budget burned, reading logs first")
     ch.step("s_rb", "M_rb/B", "", "share of the budget, rolling back first")
     ch.step("s_lg", "M_lg/B", "", "share of the budget, reading logs first")
     # The same availability budget, spent on a training platform: one outage against one-minute blips.
-    ch.given("t_c", q(p.checkpoint_minutes, "min"), "checkpoint interval", kind="assumption", source=source)
-    ch.given("t_r", q(p.restart_minutes, "min"), "restart to first step", kind="assumption", source=source)
+    ch.given("t_c", q(p.checkpoint_minutes, "min"), "checkpoint interval", kind="assumption",
+             source=src("checkpoint_minutes"))
+    ch.given("t_r", q(p.restart_minutes, "min"), "restart to first step", kind="assumption",
+             source=src("restart_minutes"))
     ch.given("d_1", q(1, "min"), "one blip", kind="assumption", source="a minute's outage")
     ch.step("n_b", "floor(B/d_1)", "", "one-minute blips the budget allows")
     ch.step("L_1", "B + t_r + t_c/2", "min", "job time lost to one outage of the whole budget")
@@ -160,7 +169,7 @@ def budget_chain(p, *, source: str = "parameters cell") -> Chain:
 
 
 def compute(p) -> Chain:
-    ch = budget_chain(p)
+    ch = budget_chain(p, source=lambda name: SPEC.source(p, name))
     t_on = as_float(ch["t_g"] + ch["t_rb"], "min")
     sim = simulate(p.objective, p.period_days, p.incident_bad_share, p.baseline_bad_share, p.requests_per_minute,
                    t_on, p.seed)
@@ -190,20 +199,44 @@ def claim_rules(period_days: float = 30.0) -> tuple[slo.Rule, ...]:
             slo.Rule("1 d / 2 h", 86400.0, 7200.0, slo.threshold(DAY_SHARE, 86400.0, T), "ticket"))
 
 
+SEEDS = 5   # the request counts redrawn on seeds seed .. seed + 4: the checks hold on each, the page shows the range
+
+
+def spread(p) -> dict:
+    """The simulated incident over SEEDS seeds from p's: (lowest, highest) of the minutes to the page, the budget
+    spent by then and the minutes the page outlasts the rollback."""
+    sims = [compute(p.replace(seed=p.seed + i)) for i in range(SEEDS)]
+    vals = {"detect": [c["t_sim"].m for c in sims],
+            "spent": [c.data["simulation"]["spent_at_page"] for c in sims],
+            "reset": [c.data["simulation"]["reset_after"] for c in sims]}
+    return {k: (min(v), max(v)) for k, v in vals.items()}
+
+
+def span(lo_hi, f=fmt, unit: str = "") -> str:
+    """A range with its unit said once: '9 to 10 min'."""
+    lo, hi = (f(x) for x in lo_hi)
+    return (lo if lo == hi else f"{lo} to {hi}") + (f" {unit}" if unit else "")
+
+
 @memoised
 def burn_checks() -> dict:
     o, T = CLAIM["objective"], CLAIM["period_days"]
     hour, day = claim_rules(T)
     wb = slo.workbook_rules(T * 86400.0)
     fast_e, slow_e = 1.5 * hour.burn * (1 - o), 1.25 * day.burn * (1 - o)     # a fast and a slow failure
-    fast = simulate(o, T, fast_e, 0.0002, 6000.0, 120.0, 1, rules=(hour, day))
-    slow = simulate(o, T, slow_e, 0.0002, 6000.0, 1800.0, 2, rules=(hour, day))
+    fasts = [simulate(o, T, fast_e, 0.0002, 6000.0, 120.0, s, rules=(hour, day)) for s in range(SEEDS)]
+    slows = [simulate(o, T, slow_e, 0.0002, 6000.0, 1800.0, s, rules=(hour, day)) for s in range(SEEDS)]
     closed = {b: min(slo.detection_time(b * (1 - o), o, r.burn, r.long_s) for r in (hour, day)) / 3600
               for b in (hour.burn, day.burn, 2.0, 1.0)}
     wb_closed = {b: min(slo.detection_time(b * (1 - o), o, r.burn, r.long_s) for r in wb) / 3600
                  for b in (6.0, 3.0, 2.0, 1.0)}
-    return dict(hour=hour, day=day, fast_e=fast_e, slow_e=slow_e, fast=fast, slow=slow, closed=closed,
-                wb_closed=wb_closed, fast_min=fast["detect"][hour.name], slow_min=slow["detect"][day.name],
+    # each failure on every seed: the check takes the latest page (a seed that never pages is None, and fails it)
+    fast_mins = [f["detect"][hour.name] for f in fasts]
+    slow_mins = [f["detect"][day.name] for f in slows]
+    late = (lambda xs: None if None in xs else max(xs))
+    return dict(hour=hour, day=day, fast_e=fast_e, slow_e=slow_e, fast=fasts[0], slow=slows[0], closed=closed,
+                wb_closed=wb_closed, fast_min=late(fast_mins), slow_min=late(slow_mins),
+                fast_mins=fast_mins, slow_mins=slow_mins,
                 outage_s=slo.detection_time(1.0, o, hour.burn, hour.long_s))
 
 
@@ -213,6 +246,11 @@ def rollback_checks() -> dict:
     ch = budget_chain(p, source="the book's incident")
     outage = budget_chain(p.replace(incident_bad_share=1.0), source="a full outage")
     return dict(ch=ch, outage=outage, p=p)
+
+
+def minmax(xs) -> tuple:
+    xs = [x for x in xs if x is not None]
+    return (min(xs), max(xs)) if xs else (float("nan"),) * 2
 
 
 def claims() -> list[Claim]:
@@ -225,17 +263,19 @@ def claims() -> list[Claim]:
         "burn-rate", quote=QUOTE_BURN, source="spec/001, the paragraph on four objectives at a percentile",
         claimed="a fast failure caught within an hour, a slow one within a day",
         derived=f"hour rule at {fmt(hour.burn)}x pages a {fmt(ck['fast_e'] / (1 - CLAIM['objective']))}x failure in "
-                f"{fmt(ck['fast_min'])} min; day rule at {fmt(day.burn)}x a {fmt(ck['slow_e'] / (1 - CLAIM['objective']))}x "
-                f"one in {duration(ck['slow_min'] * 60)}",
+                f"{span(minmax(ck['fast_mins']), unit='min')}; day rule at {fmt(day.burn)}x a "
+                f"{fmt(ck['slow_e'] / (1 - CLAIM['objective']))}x one in "
+                f"{span(minmax(ck['slow_mins']), lambda m: duration(m * 60))} ({SEEDS} seeds)",
         # "Fast" and "slow" are whatever a rule's threshold makes them: a rule catches, by construction, any failure
         # above its threshold within its window, and the sentence names no failure rate and no threshold.
         verdict=UNCHECKABLE,
         reason=f"the sentence names no failure rate and no threshold, and a burn-rate rule catches any failure above "
                f"its own threshold within its window by construction: the book's hour rule at {fmt(hour.burn)}x (the "
-               f"workbook's {pct(0.02)} of a month) pages a full outage in {fmt(ck['outage_s'])} s and, simulated, a "
-               f"{fmt(ck['fast_e'] / (1 - CLAIM['objective']))}x failure after {fmt(ck['fast_min'])} min; its day rule "
-               f"at {fmt(day.burn)}x ({pct(DAY_SHARE)} of a month in a day) a "
-               f"{fmt(ck['slow_e'] / (1 - CLAIM['objective']))}x one after {duration(ck['slow_min'] * 60)}"
+               f"workbook's {pct(0.02)} of a month) pages a full outage in {fmt(ck['outage_s'])} s and, simulated on "
+               f"{SEEDS} seeds, a {fmt(ck['fast_e'] / (1 - CLAIM['objective']))}x failure after "
+               f"{span(minmax(ck['fast_mins']), unit='min')}; its day rule at {fmt(day.burn)}x ({pct(DAY_SHARE)} of a "
+               f"month in a day) a {fmt(ck['slow_e'] / (1 - CLAIM['objective']))}x one after "
+               f"{span(minmax(ck['slow_mins']), lambda m: duration(m * 60))}"
                f"{'' if fast_ok and slow_ok else ', late'}; a failure at twice the sustainable rate reaches neither, "
                f"and the workbook's three-day rule takes {duration(below * 3600)} to catch it.")
     rb = rollback_checks()
