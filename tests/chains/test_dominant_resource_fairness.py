@@ -53,3 +53,12 @@ def test_more_nodes_never_fewer_tasks_and_a_bigger_task_fewer():
         assert bigger[name].m >= base[name].m
     heavier = chains.derive(SLUG, eval_memory=1024.0)
     assert heavier["eval_tasks"].m < base["eval_tasks"].m
+
+
+def test_rows_cite_the_parameters_sources_at_their_defaults():
+    from utils import chains
+    from utils.chains import dominant_resource_fairness as chapter
+    rows = {r.name: r for r in chapter.compute(chains.check("dominant-resource-fairness")).rows}
+    assert rows["m"].source == chapter.NODE + ": 2 TB" and rows["N"].source.startswith("this book's assumption")
+    changed = {r.name: r for r in chapter.compute(chains.check("dominant-resource-fairness", train_cores=24)).rows}
+    assert changed["c_T"].source == "parameters cell" and changed["g_T"].source == rows["g_T"].source

@@ -27,6 +27,16 @@ def test_defaults_and_rounding_markups():
     assert 0 < m < h < 0.2
 
 
+def test_coarser_rules_bill_more_on_every_seed_of_the_mix():
+    assert chapter.SEEDS >= 3
+    mk = chapter.checks()["markups"]
+    assert mk["second"] == (0.0, 0.0)
+    assert 0 < mk["minute"][0] <= mk["minute"][1] < mk["hour"][0] <= mk["hour"][1] < 0.2
+    for seed in range(chapter.SEEDS):
+        d = chains.derive(SLUG, rounding="hour", seed=seed)
+        assert mk["hour"][0] <= d["rounding_markup"].m <= mk["hour"][1]
+
+
 def test_property_more_gpus_more_drift():
     small = chains.derive(SLUG, fleet_gpus=64)["float64_drift"].m
     big = chains.derive(SLUG, fleet_gpus=8192)["float64_drift"].m

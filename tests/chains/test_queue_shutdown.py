@@ -49,3 +49,13 @@ def test_the_pool_keeps_its_contract_in_every_scenario():
     assert ck["scenarios"] == len(chapter.RAISES) + 1 + len(chapter.BAD_ARGS) and ck["held"] == ck["scenarios"]
     assert ck["items"] == 60 * len(chapter.RAISES) + 10 and ck["lost"] == 0 and ck["threads"] == 0
     assert set(chapter.contract_text()) == {f"contract-{k}" for k in ("scenarios", "held", "items", "lost", "threads")}
+
+
+def test_counts_from_a_threaded_run_are_derived_not_measured_and_sources_follow_the_defaults():
+    rows = {r.name: r for r in chapter.compute(chains.check("queue-shutdown")).rows}
+    assert {rows[n].kind for n in ("n_ok", "n_fail", "n_left", "H")} == {"derived"}
+    assert not any(r.kind == "measured" for r in rows.values())
+    workers = next(p for p in chapter.PARAMETERS if p.name == "workers")
+    assert rows["N_w"].source == workers.source
+    changed = {r.name: r for r in chapter.compute(chains.check("queue-shutdown", workers=3)).rows}
+    assert changed["N_w"].source == "parameters cell" and changed["M"].source == rows["M"].source

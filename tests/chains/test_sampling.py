@@ -152,8 +152,8 @@ def test_bad_logits_raise(z):
 
 def test_chapter_claim_holds_with_each_pitfall_reproduced():
     from utils.chains import sampling as chapter
-    (c,) = chapter.claims()
-    assert c.verdict == "holds"
+    c, size = chapter.claims()
+    assert c.verdict == "holds" and size.verdict == "cannot be checked" and size.quote in chapter.QUOTE
     ck = chapter.checks()
     assert ck["t0_nan"] and ck["one_logit_away"] and ck["big_nan"]
     assert (ck["fine"], ck["broken"]) == (11.0, 12.0)                 # ln(65504) = 11.09
@@ -187,3 +187,18 @@ def test_chapter_hotter_rows_need_bigger_nuclei_and_more_draws_tighter_bounds():
     assert hot["support_after_top_p"] > cold["support_after_top_p"]
     assert chapter.draws_needed(0.005, 13) > chapter.draws_needed(0.01, 13)
     assert tv_bound(13, chapter.draws_needed(0.005, 13), chapter.DELTA) == pytest.approx(0.005, rel=1e-9)
+
+
+def test_chapter_tv_is_under_the_bound_on_every_seed_and_sources_follow_the_defaults():
+    from utils import chains
+    from utils.chains import sampling as chapter
+    ch = chapter.compute(chains.check("sampling"))
+    runs, bound = ch.data["tv_runs"], ch.data["draws"]["bound"]
+    assert len(runs) == chapter.SEEDS >= 5 and len(set(runs)) == len(runs)      # distinct draws
+    assert all(tv <= bound for tv in runs)
+    d = chains.derive("sampling")
+    assert d["tv_distance_max"].m == max(runs) >= d["tv_distance"].m
+    rows = {r.name: r for r in ch.rows}
+    assert rows["T"].source == "this book's assumption: a common serving default"
+    changed = {r.name: r for r in chapter.compute(chains.check("sampling", temperature=0.8)).rows}
+    assert changed["T"].source == "parameters cell" and changed["k"].source == rows["k"].source

@@ -4,6 +4,8 @@ import threading
 
 import pytest
 
+from utils import chains
+from utils.chains import token_bucket as chapter
 from utils.components.token_bucket import FakeClock, TokenBucket, UnguardedBucket, drive, max_admitted, retry_after_header
 
 
@@ -197,3 +199,12 @@ def test_the_bucket_keeps_its_contract_in_every_scenario():
     # the window check can fail: a bucket twice as deep as the bound it is held to overshoots it
     deep = lambda capacity, rate, clock: TokenBucket(2 * capacity, rate, clock=clock)   # noqa: E731
     assert chapter.windows_over(bucket=deep)[1] > 0
+
+
+def test_counts_from_the_run_are_derived_and_sources_follow_the_defaults():
+    rows = {r.name: r for r in chapter.compute(chains.check("token-bucket")).rows}
+    assert {rows[n].kind for n in ("A_run", "A_fwd", "t_debt")} == {"derived"}
+    rate = next(p for p in chapter.PARAMETERS if p.name == "rate")
+    assert rows["r"].source == rate.source
+    changed = {r.name: r for r in chapter.compute(chains.check("token-bucket", rate=12.0)).rows}
+    assert changed["r"].source == "parameters cell" and changed["C"].source == rows["C"].source

@@ -18,6 +18,20 @@ def test_claim_holds_under_the_reading_and_the_bug_is_only_at_own_writes():
     assert bad and all(own for *_, own in bad)
     assert set(ck["bad_by_case"]) == {"exact hit", "deleted"}       # never "did not exist yet" or another key's
     assert ck["bad_by_case"]["exact hit"] == ck["good"]["cases"]["exact hit"]   # every live exact hit is wrong
+    assert len(ck["per_seed"]) >= 5 and ck["design_right"] and ck["bug_only_at_own"] and ck["caught_at_edges"]
+    for r in ck["per_seed"]:                      # every seed, not only the page's
+        assert r["good"]["wrong"] == [] and r["at_creation"] > 0 and r["at_delete"] > 0
+        assert all(own for *_, own in r["bad"]["wrong"])
+    assert "'a key that did not exist yet'" in c.reading and "'a key that was deleted'" in c.reading
+    assert "a key that did not exist yet" in chapter.QUOTE and "a key that was deleted" in chapter.QUOTE
+
+
+def test_rows_cite_the_parameters_sources_at_their_defaults():
+    from utils import chains
+    rows = {r.name: r for r in chapter.compute(chains.check("versioned-kv-store")).rows}
+    assert rows["b_ptr"].source == "a CPython list slot on a 64-bit build"
+    changed = {r.name: r for r in chapter.compute(chains.check("versioned-kv-store", pointer_bytes=4.0)).rows}
+    assert changed["b_ptr"].source == "parameters cell" and changed["b_ver"].source == rows["b_ver"].source
 
 
 def test_published_figures():

@@ -147,12 +147,12 @@ def compute(p) -> Chain:
     r, nums = run(p), rule_numbers(p)
     k = int(p.consecutive_k)
     ch = Chain("Rate over a window against k in a row, and the retry multiplier")
-    ch.given("R", q(p.request_rate, "request/s"), "request rate", kind="assumption", source="parameters cell")
-    ch.given("p_h", p.healthy_error, "failure probability, healthy", kind="assumption", source="parameters cell")
-    ch.given("p_d", p.degraded_error, "failure probability, degraded", kind="assumption", source="parameters cell")
+    ch.given("R", q(p.request_rate, "request/s"), "request rate", kind="assumption", source=SPEC.source(p, "request_rate"))
+    ch.given("p_h", p.healthy_error, "failure probability, healthy", kind="assumption", source=SPEC.source(p, "healthy_error"))
+    ch.given("p_d", p.degraded_error, "failure probability, degraded", kind="assumption", source=SPEC.source(p, "degraded_error"))
     ch.given("theta", p.failure_rate, "failure rate that opens the breaker", kind="assumption",
-             source="parameters cell")
-    ch.given("W", q(p.window_s, "s"), "sliding window", kind="assumption", source="parameters cell")
+             source=SPEC.source(p, "failure_rate"))
+    ch.given("W", q(p.window_s, "s"), "sliding window", kind="assumption", source=SPEC.source(p, "window_s"))
     ch.step("n_W", "R*W", "request", "calls in a full window")
     ch.given("m", nums["m"], "failures in a full window that trip it, ceil(theta n_W)", kind="derived",
              source="the rule")
@@ -167,23 +167,23 @@ def compute(p) -> Chain:
              source="utils.components.circuit_breaker.binomial_tail")
     ch.given("P_miss", nums["miss"], "P(a check on a fully degraded window does not trip)", kind="derived",
              source="utils.components.circuit_breaker.binomial_tail")
-    ch.given("k", k, "failures in a row for the consecutive rule", kind="assumption", source="parameters cell")
+    ch.given("k", k, "failures in a row for the consecutive rule", kind="assumption", source=SPEC.source(p, "consecutive_k"))
     ch.given("P_k_h", nums["ks"][k]["false"], "consecutive rule: P(trip) in a healthy hour", kind="derived",
              source="utils.components.circuit_breaker.run_probability")
     ch.given("P_k_d", nums["ks"][k]["detect"], "consecutive rule: P(trip) within the detection time",
              kind="derived", source="utils.components.circuit_breaker.run_probability")
-    ch.given("r", int(p.retries), "retries per attempt, at each layer", kind="assumption", source="parameters cell")
-    ch.given("L", int(p.retry_layers), "layers that retry", kind="assumption", source="parameters cell")
+    ch.given("r", int(p.retries), "retries per attempt, at each layer", kind="assumption", source=SPEC.source(p, "retries"))
+    ch.given("L", int(p.retry_layers), "layers that retry", kind="assumption", source=SPEC.source(p, "retry_layers"))
     ch.step("M", "(1 + r)**L", "", "attempts per request when every attempt fails")
     ch.given("lamda", p.load_fraction, "normal load, fraction of full capacity", kind="assumption",
-             source="parameters cell")
+             source=SPEC.source(p, "load_fraction"))
     ch.given("C_rec", p.recovering_capacity, "capacity the backend comes back with", kind="assumption",
-             source="parameters cell")
+             source=SPEC.source(p, "recovering_capacity"))
     ch.step("O", "lamda*M/C_rec", "", "offered load over the recovering capacity, with retries")
     ch.step("O_0", "lamda/C_rec", "", "the same without retries")
     ch.given("n_probe", q(int(p.probe_limit), "request"), "probes per half-open period", kind="assumption",
-             source="parameters cell")
-    ch.given("T_open", q(p.open_timeout_s, "s"), "open timeout", kind="assumption", source="parameters cell")
+             source=SPEC.source(p, "probe_limit"))
+    ch.given("T_open", q(p.open_timeout_s, "s"), "open timeout", kind="assumption", source=SPEC.source(p, "open_timeout_s"))
     ch.step("s_probe", "n_probe/T_open/(R/lamda)", "", "an open breaker's load, share of full capacity")
     ch.data["run"], ch.data["nums"] = r, nums
     return ch

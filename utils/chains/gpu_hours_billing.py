@@ -123,6 +123,8 @@ def billing_chain(price: float, gpus: int, days: float, rounding: str, n_jobs: i
                   source="parameters cell", price_source="parameters cell") -> Chain:
     """The month's float trap and the job mix under the rule; the runs ride along in ch.data ("float_trap",
     "jobs", "bills", "bill")."""
+    def src(name: str) -> str:          # `source`: one string for every input, or a dict by parameter
+        return source if isinstance(source, str) else source.get(name, "parameters cell")
     ft = float_trap(price, gpus, days)
     dp = decimal_price(price)
     jobs = job_mix(n_jobs, seed)
@@ -130,23 +132,23 @@ def billing_chain(price: float, gpus: int, days: float, rounding: str, n_jobs: i
     b = bills[rounding]
     ch = Chain("A month of per-second records, and the partial-hour rule")
     ch.given("p", q(price, "USD/GPU/hour"), "price per GPU-hour", kind="market", source=price_source)
-    ch.given("G", q(gpus, "GPU"), "GPUs, one per-second record each per second", kind="assumption", source=source)
-    ch.given("T", q(days, "day"), "billing period", kind="assumption", source=source)
+    ch.given("G", q(gpus, "GPU"), "GPUs, one per-second record each per second", kind="assumption", source=src("fleet_gpus"))
+    ch.given("T", q(days, "day"), "billing period", kind="assumption", source=src("days"))
     ch.step("N", "G*T", "GPU*s", "GPU-seconds: one record each")
     ch.step("B", "p*N", "USD", "exact bill: GPU-seconds priced once", digits=6)
-    ch.given("S_64", q(ft["s64"], "USD"), "float64 running total of the per-second charges", kind="assumption",
+    ch.given("S_64", q(ft["s64"], "USD"), "float64 running total of the per-second charges", kind="derived",
              source="utils.components.gpu_hours.float_running_sum", digits=10)
     ch.step("e64", "S_64 - B", "USD", "float64 drift")
     ch.step("r64", "e64/B", "", "drift as a share of the bill", digits=2)
     ch.given("N_cent", q(ft["first"] or 0, "GPU*s"), "records until the float64 total is a cent off",
-             kind="assumption", source="utils.components.gpu_hours.first_off_by")
+             kind="derived", source="utils.components.gpu_hours.first_off_by")
     ch.step("t_cent", "N_cent/G", "day", "fleet time until then")
-    ch.given("s32", q(ft["s32"], "USD"), "float32 running total: it stops growing", kind="assumption",
+    ch.given("s32", q(ft["s32"], "USD"), "float32 running total: it stops growing", kind="derived",
              source="utils.components.gpu_hours.float_running_sum")
     ch.given("H_used", q(b.used_seconds / 3600, "GPU*hour"), f"GPU-hours the {n_jobs:,} jobs used",
-             kind="assumption", source="utils.components.gpu_hours.bill on the seeded job mix", digits=6)
+             kind="derived", source="utils.components.gpu_hours.bill on the seeded job mix", digits=6)
     ch.given("H_billed", q(b.billed_seconds / 3600, "GPU*hour"), f"GPU-hours billed, per {rounding}",
-             kind="assumption", source="utils.components.gpu_hours.billed_seconds", digits=6)
+             kind="derived", source="utils.components.gpu_hours.billed_seconds", digits=6)
     ch.step("m", "(H_billed - H_used)/H_used", "", "markup of the rounding rule", digits=3)
     ch.value("B_mix", q(float(b.total), "USD"))
     ch.data.update(float_trap=ft, jobs=jobs, bills=bills, bill=b)
@@ -158,6 +160,7 @@ def compute(p) -> Chain:
     # would change the page's table)
     at_default = SPEC.source(p, "price") != "parameters cell"
     return billing_chain(p.price, int(p.fleet_gpus), p.days, p.rounding, int(p.n_jobs), int(p.seed),
+                         source={n: SPEC.source(p, n) for n in ("fleet_gpus", "days")},
                          price_source="catalog price.h100-rental" if at_default else "parameters cell")
 
 
@@ -171,6 +174,22 @@ CLAIM = dict(price=catalog.price("h100-rental")["lambda_on_demand"].q.to("USD/GP
              fleet_gpus=1024, days=30.0, real_money=1.0, big_fleet=100000)
 
 
+SEEDS = 5   # the job mix redrawn on seeds seed .. seed + 4: each rule's markup is shown as its range over these
+
+
+def markups(price: float, n_jobs: int, seed: int) -> dict:
+    """Each rule's markup over per second on SEEDS job mixes from `seed`: (lowest, highest) by rule."""
+    dp = decimal_price(price)
+    runs = [rounding_table(job_mix(n_jobs, seed + i), dp) for i in range(SEEDS)]
+    by = {r: [b[r].billed_seconds / b["second"].used_seconds - 1 for b in runs] for r in ROUNDINGS}
+    return {r: (min(v), max(v)) for r, v in by.items()}
+
+
+def span(lo_hi) -> str:
+    lo, hi = (pct(x) for x in lo_hi)
+    return lo if lo == hi else f"{lo} to {hi}"
+
+
 @memoised
 def checks() -> dict:
     """The claim's month at the stated fleet and at a big one, the float ceiling of partial minutes, and the
@@ -178,15 +197,15 @@ def checks() -> dict:
     C = CLAIM
     return dict(base=float_trap(C["price"], C["fleet_gpus"], C["days"]),
                 big=float_trap(C["price"], C["big_fleet"], C["days"]), ceil=float_ceil_trap(),
-                mix=rounding_table(job_mix(2000, 0), decimal_price(C["price"])))
+                mix=rounding_table(job_mix(2000, 0), decimal_price(C["price"])),
+                markups=markups(C["price"], 2000, 0))
 
 
 def claims() -> list[Claim]:
     C, r = CLAIM, checks()
     base, big = r["base"], r["big"]
     real = abs(base["e64"]) >= C["real_money"]
-    mix = r["mix"]
-    markup = mix["hour"].billed_seconds / mix["hour"].used_seconds - 1
+    markup = r["markups"]["hour"]
     ceil = r["ceil"]
     # "The floating-point trap" names no one trap. Read as the float64 sum alone it is cents (wrong); read as
     # floats anywhere in the billing path it holds: the float ceiling of partial minutes overbills real jobs.
@@ -208,8 +227,9 @@ def claims() -> list[Claim]:
                  f"records to {fmt(abs(big['e64']), 'USD', digits=3)} at "
                  f"{num(C['big_fleet'])} GPUs, which breaks exact reconciliation, not budgets") if overbills and not real else "",
         nearest_true="" if (real or overbills) else (
-            f"a float64 running total drifts by cents a month at fleet scale; per started hour bills {pct(markup)} more "
-            f"than per second on this book's job mix, and that rule, not the float, is where the money goes"),
+            f"a float64 running total drifts by cents a month at fleet scale; per started hour bills {span(markup)} more "
+            f"than per second on {SEEDS} seeds of this book's job mix, and that rule, not the float, is where the "
+            f"money goes"),
         reason=(f"at the catalog's price of {fmt(C['price'], 'USD/GPU/hour')}, {C['fleet_gpus']:,} GPUs' per-second "
                 f"records for {num(C['days'])} days summed in float64 come to {fmt(abs(base['e64']), 'USD', digits=3)} "
                 f"off the exact {fmt(float(base['exact']), 'USD', digits=3)}, below a real-money threshold of "
@@ -299,7 +319,9 @@ def what_changes(p, ch: Chain) -> dict:
     used = bills["second"].used_seconds
     g2 = 8192
     ft2 = float_trap(p.price, g2, p.days)
-    return {"wc-minute": pct(bills["minute"].billed_seconds / used - 1),
+    mk = markups(p.price, int(p.n_jobs), int(p.seed))
+    return {"wc-seeds": str(SEEDS), "wc-minute-range": span(mk["minute"]), "wc-hour-range": span(mk["hour"]),
+            "wc-minute": pct(bills["minute"].billed_seconds / used - 1),
             "wc-hour": pct(bills["hour"].billed_seconds / used - 1),
             "wc-hour-usd": f"${bills['hour'].total - bills['second'].total:,}",
             "wc-g2": num(g2), "wc-g2-e": fmt(abs(ft2["e64"]), "USD", digits=3),

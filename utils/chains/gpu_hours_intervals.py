@@ -36,11 +36,15 @@ RESULTS = (
     Result("k_busy", "hour", "Time at least k GPUs are busy, each GPU counted once", of="T_k"),
     Result("k_busy_naive", "hour", "The same, counting records (the double count)", of="T_k_naive"),
     Result("k_busy_error", "", "Naive over right, minus one", of="err", percent=True),
+    Result("k_busy_error_low", "", "The same error, lowest over 20 seeds (seed to seed + 19)", of="err_lo",
+           percent=True),
+    Result("k_busy_error_high", "", "The same error, highest over 20 seeds", of="err_hi", percent=True),
     Result("tenant_overlap", "hour", "Time both tenants are running", of="T_ab"),
     Result("tenant_overlap_naive", "hour", "The same, counting records", of="T_ab_naive"),
 )
 
 SECONDS_PER_HOUR = 3600
+SEEDS = 20        # one day's draw is one sample: the error is reported as its range over this many seeds
 
 
 def validate(p):
@@ -101,39 +105,66 @@ def sweep(by_gpu: dict, k: int) -> dict:
                 overlaps=iv.overlaps_by_gpu(by_gpu))
 
 
-def intervals_chain(n_gpus, hours, busy_share, mean_job_hours, duplicates, k, seed, source="parameters cell") -> Chain:
-    """The sweep of a seeded day; the records and the sweep's lengths ride along in ch.data ("usage", "sweep")."""
-    u = usage(n_gpus, hours, busy_share, mean_job_hours, duplicates, seed)
-    s = sweep(u["by_gpu"], k)
+def error(s: dict, window: int) -> float:
+    """The double count's error: naive over right minus one (over the window where nothing is all-busy)."""
+    return (s["k_naive"] - s["k"]) / s["k"] if s["k"] else s["k_naive"] / window
+
+
+def seed_runs(n_gpus, hours, busy_share, mean_job_hours, duplicates, k, seeds) -> list[dict]:
+    """The same scenario on each seed: its sweep, the sweep without the re-reported records, and the error."""
+    out = []
+    for seed in seeds:
+        u = usage(n_gpus, hours, busy_share, mean_job_hours, duplicates, seed)
+        s = sweep(u["by_gpu"], k)
+        out.append(dict(seed=seed, usage=u, sweep=s, clean=sweep(u["clean"], k), err=error(s, u["window"])))
+    return out
+
+
+def intervals_chain(n_gpus, hours, busy_share, mean_job_hours, duplicates, k, seed, sources=None) -> Chain:
+    """The sweep of a seeded day and the error's range over SEEDS seeds from it; the page's day rides along in
+    ch.data ("usage", "sweep"), every seed's run in ch.data["runs"]. `sources` maps a parameter to its source."""
+    runs = seed_runs(n_gpus, hours, busy_share, mean_job_hours, duplicates, k, range(seed, seed + SEEDS))
+    u, s = runs[0]["usage"], runs[0]["sweep"]
     h = SECONDS_PER_HOUR
+    src = (sources or {}).get
+    sim = "simulated on the seeded day: utils.components.intervals."
     ch = Chain("A day of one node's usage records, swept")
-    ch.given("n", q(n_gpus, "GPU"), "GPUs", kind="assumption", source=source)
-    ch.given("W", q(hours, "hour"), "window", kind="assumption", source=source)
-    ch.given("D", q(duplicates, ""), "records GPU 0 reports twice", kind="assumption", source=source)
+    ch.given("n", q(n_gpus, "GPU"), "GPUs", kind="assumption", source=src("n_gpus", "parameters cell"))
+    ch.given("W", q(hours, "hour"), "window", kind="assumption", source=src("hours", "parameters cell"))
+    ch.given("D", q(duplicates, ""), "records GPU 0 reports twice", kind="assumption",
+             source=src("duplicates", "parameters cell"))
     ch.given("H_rep", q(s["reported"] / h, "GPU*hour"), "GPU-hours as reported: lengths summed",
-             kind="assumption", source="utils.components.intervals.length", digits=4)
+             kind="derived", source=sim + "length", digits=4)
     ch.given("H_busy", q(s["busy"] / h, "GPU*hour"), "GPU-hours busy: each GPU's union summed",
-             kind="assumption", source="utils.components.intervals.union", digits=4)
+             kind="derived", source=sim + "union", digits=4)
     ch.step("u", "H_busy/(n*W)", "", "the node's utilisation")
     ch.given("T_any", q(s["any"] / h, "hour"), "time at least one GPU is busy: the union",
-             kind="assumption", source="utils.components.intervals.covered", digits=4)
-    ch.given("k", q(k, "GPU"), "threshold of the counter", kind="assumption", source=source)
+             kind="derived", source=sim + "covered", digits=4)
+    ch.given("k", q(k, "GPU"), "threshold of the counter", kind="assumption", source=src("k", "parameters cell"))
     ch.given("T_k", q(s["k"] / h, "hour"), "time at least k GPUs busy, each GPU unioned first",
-             kind="assumption", source="utils.components.intervals.busy_at_least", digits=4)
+             kind="derived", source=sim + "busy_at_least", digits=4)
     ch.given("T_k_naive", q(s["k_naive"] / h, "hour"), "the same, the counter over raw records",
-             kind="assumption", source="utils.components.intervals.busy_at_least_naive", digits=4)
+             kind="derived", source=sim + "busy_at_least_naive", digits=4)
     ch.step("err", "(T_k_naive - T_k)/T_k" if s["k"] else "T_k_naive/W", "", "the double count's error")
+    errs = [r["err"] for r in runs]
+    ch.given("err_lo", q(min(errs), ""), f"the error, lowest over {SEEDS} seeds", kind="derived",
+             source=f"simulated: seeds {seed} to {seed + SEEDS - 1}", digits=3)
+    ch.given("err_hi", q(max(errs), ""), f"the error, highest over {SEEDS} seeds", kind="derived",
+             source=f"simulated: seeds {seed} to {seed + SEEDS - 1}", digits=3)
     ch.given("T_ab", q(s["ab"] / h, "hour"), "time both tenants run: unions, then at least two",
-             kind="assumption", source="utils.components.intervals.intersection", digits=4)
+             kind="derived", source=sim + "intersection", digits=4)
     ch.given("T_ab_naive", q(s["ab_naive"] / h, "hour"), "the same over raw records",
-             kind="assumption", source="utils.components.intervals.at_least", digits=4)
-    ch.data.update(usage=u, sweep=s)
+             kind="derived", source=sim + "at_least", digits=4)
+    ch.data.update(usage=u, sweep=s, runs=runs)
     return ch
+
+
+NAMES = ("n_gpus", "hours", "busy_share", "mean_job_hours", "duplicates", "k", "seed")
 
 
 def compute(p) -> Chain:
     return intervals_chain(int(p.n_gpus), p.hours, p.busy_share, p.mean_job_hours, int(p.duplicates), int(p.k),
-                           int(p.seed))
+                           int(p.seed), sources={n: SPEC.source(p, n) for n in NAMES})
 
 
 # --- the claim -------------------------------------------------------------------------------------------
@@ -143,36 +174,50 @@ QUOTE = ("The union is a sort and a scan. The intersection is the same sweep wit
 CLAIM = dict(n_gpus=8, hours=24.0, busy_share=0.8, mean_job_hours=2.0, duplicates=4, k=8, seed=0)
 
 
+def seed_checks(run: dict, duplicates: int) -> dict:
+    """What the claim says, on one seed's day: the union ignores the re-reported records, the counter over raw
+    records overstates the right answer and stays inside the window, and the overlap check finds every pair."""
+    s, c, u = run["sweep"], run["clean"], run["usage"]
+    found = sum(len(v) for v in s["overlaps"].values())
+    return dict(union_ok=c["any"] == s["any"] and c["busy"] == s["busy"],
+                plausible=0 <= s["k_naive"] <= u["window"], wrong=s["k_naive"] > s["k"],
+                found_all=found == duplicates, second_route=c["k_naive"] == c["k"] == s["k"], found=found)
+
+
 @memoised
 def checks() -> dict:
-    """The claim's scenario swept, with and without the re-reported records (deterministic, so memoised: the
-    page and claims() share one run)."""
+    """The claim's scenario swept on SEEDS seeds, with and without the re-reported records (deterministic, so
+    memoised: the page and claims() share one run). The claim must hold on every seed, not on the page's one."""
     C = CLAIM
-    ch = intervals_chain(C["n_gpus"], C["hours"], C["busy_share"], C["mean_job_hours"], C["duplicates"], C["k"],
-                         C["seed"], source="this book's scenario")
-    u, s = ch.data["usage"], ch.data["sweep"]
-    clean = sweep(u["clean"], C["k"])
-    return dict(chain=ch, usage=u, sweep=s, clean=clean,
-                union_ok=clean["any"] == s["any"] and clean["busy"] == s["busy"],
-                plausible=0 <= s["k_naive"] <= u["window"], wrong=s["k_naive"] > s["k"],
-                found=sum(len(v) for v in s["overlaps"].values()), gpus_flagged=sorted(s["overlaps"]))
+    ch = intervals_chain(**C, sources=dict.fromkeys(NAMES, "this book's scenario"))
+    runs = ch.data["runs"]
+    per_seed = [seed_checks(r, C["duplicates"]) for r in runs]
+    every = {key: all(x[key] for x in per_seed) for key in ("union_ok", "plausible", "wrong", "found_all",
+                                                          "second_route")}
+    s = runs[0]["sweep"]
+    errs = [r["err"] for r in runs]
+    return dict(chain=ch, usage=runs[0]["usage"], sweep=s, clean=runs[0]["clean"], runs=runs, every=every,
+                err_lo=min(errs), err_hi=max(errs), found=per_seed[0]["found"], gpus_flagged=sorted(s["overlaps"]))
 
 
 def claims() -> list[Claim]:
     C, r = CLAIM, checks()
-    s, h = r["sweep"], SECONDS_PER_HOUR
-    ok = r["union_ok"] and r["plausible"] and r["wrong"] and r["found"] >= C["duplicates"]
+    s, h, n = r["sweep"], SECONDS_PER_HOUR, len(r["runs"])
+    ok = all(r["every"].values())
     return [Claim(
         "double-count", quote=QUOTE, source="spec/001 (the usage-intervals paragraph)",
         claimed="the union is right; the counter over raw records double-counts one GPU's overlaps, plausibly",
-        derived=f"all {C['n_gpus']} GPUs busy: {fmt(q(s['k_naive'] / h, 'hour'))} naive against {fmt(q(s['k'] / h, 'hour'))}",
+        derived=f"all {C['n_gpus']} GPUs busy: {fmt(q(s['k_naive'] / h, 'hour'))} naive against "
+                f"{fmt(q(s['k'] / h, 'hour'))} on the page's seed; {pct(r['err_lo'])} to {pct(r['err_hi'])} too much "
+                f"over {n} seeds",
         verdict=HOLDS if ok else WRONG,
-        nearest_true="" if ok else "on this scenario the counter over raw records gives the right answer",
-        reason=(f"with {num(C['duplicates'])} overlapping records on one GPU of {num(C['n_gpus'])}, the union is unchanged "
-                f"({fmt(q(s['any'] / h, 'hour'))}), but the counter over raw records finds every GPU busy for "
-                f"{fmt(q(s['k_naive'] / h, 'hour'))} against the right {fmt(q(s['k'] / h, 'hour'))}, "
-                f"{pct(s['k_naive'] / s['k'] - 1) if s['k'] else 'infinitely'} too much and still inside the "
-                f"{fmt(q(C['hours'], 'hour'))} window; the overlap check flags {num(r['found'])} pairs."))]
+        nearest_true="" if ok else "on some seed of this scenario the counter over raw records gives the right answer",
+        reason=(f"with {num(C['duplicates'])} overlapping records on one GPU of {num(C['n_gpus'])}, on every one of "
+                f"{num(n)} seeded days the union is unchanged, but the counter over raw records finds every GPU busy "
+                f"for longer than they were, by {pct(r['err_lo'])} to {pct(r['err_hi'])}, and still inside the "
+                f"{fmt(q(C['hours'], 'hour'))} window (the page's seed: {fmt(q(s['k_naive'] / h, 'hour'))} against "
+                f"the right {fmt(q(s['k'] / h, 'hour'))}); the overlap check flags all {num(C['duplicates'])} pairs "
+                f"on every seed."))]
 
 
 def check_text(r: dict) -> dict:
@@ -182,7 +227,8 @@ def check_text(r: dict) -> dict:
             "ck-k": fmt(q(s["k"] / h, "hour"), digits=3), "ck-k-naive": fmt(q(s["k_naive"] / h, "hour"), digits=3),
             "ck-rep": fmt(q(s["reported"] / h, "GPU*hour"), digits=4), "ck-busy": fmt(q(s["busy"] / h, "GPU*hour"), digits=4),
             "ck-ab": fmt(q(s["ab"] / h, "hour"), digits=3), "ck-ab-naive": fmt(q(s["ab_naive"] / h, "hour"), digits=3),
-            "ck-found": num(r["found"]), "ck-flagged": ", ".join(r["gpus_flagged"]) or "none"}
+            "ck-found": num(r["found"]), "ck-flagged": ", ".join(r["gpus_flagged"]) or "none",
+            "ck-seeds": num(len(r["runs"])), "ck-err-lo": pct(r["err_lo"]), "ck-err-hi": pct(r["err_hi"])}
 
 
 def case_rows() -> list[list[str]]:
@@ -215,9 +261,12 @@ def what_changes(p, ch: Chain) -> dict:
     base = dict(n_gpus=int(p.n_gpus), hours=p.hours, busy_share=p.busy_share, mean_job_hours=p.mean_job_hours,
                 duplicates=int(p.duplicates), k=int(p.k), seed=int(p.seed))
     h = SECONDS_PER_HOUR
-    more = intervals_chain(**{**base, "duplicates": 3 * base["duplicates"] or 3}).data["sweep"]
-    busy = intervals_chain(**{**base, "busy_share": 0.95}).data["sweep"]
-    k_less = intervals_chain(**{**base, "k": max(1, base["k"] - 2)}).data["sweep"]
+    def day(**change) -> dict:                      # the page's seed, one input changed
+        b = {**base, **change}
+        return seed_runs(*(b[n] for n in NAMES[:-1]), [b["seed"]])[0]["sweep"]
+    more = day(duplicates=3 * base["duplicates"] or 3)
+    busy = day(busy_share=0.95)
+    k_less = day(k=max(1, base["k"] - 2))
     return {"wc-dup-more": num(3 * base["duplicates"] or 3), "wc-more-k": fmt(q(more["k"] / h, "hour")),
             "wc-more-naive": fmt(q(more["k_naive"] / h, "hour")),
             "wc-busy": pct(0.95), "wc-busy-k": fmt(q(busy["k"] / h, "hour")),

@@ -16,8 +16,6 @@ import os
 import tempfile
 import threading
 
-import numpy as np
-
 from utils import catalog
 from utils.chain import Chain, as_float, memoised
 from utils.components.idempotent_api import KEY_RETENTION_S, TRANSITIONS, ResourceAPI, pagination_trial
@@ -56,17 +54,19 @@ RESULTS = (
 
 
 def duplicate_chain(G, H, P, f, N, t, r, *, source="parameters cell", price_source="parameters cell") -> Chain:
+    def src(name: str) -> str:          # `source`: one string for every input, or a dict by parameter
+        return source if isinstance(source, str) else source.get(name, "parameters cell")
     ch = Chain("What a duplicated create costs")
-    ch.given("G", q(G, "GPU"), "GPUs of the job", kind="assumption", source=source)
-    ch.given("H", q(H, "hour"), "hours the job runs", kind="assumption", source=source)
+    ch.given("G", q(G, "GPU"), "GPUs of the job", kind="assumption", source=src("gpus_per_job"))
+    ch.given("H", q(H, "hour"), "hours the job runs", kind="assumption", source=src("job_hours"))
     ch.given("P", q(P, "USD/GPU/hour"), "price of a GPU-hour", kind="market", source=price_source)
-    ch.given("f", f, "share of the hours a duplicate runs", kind="assumption", source=source)
+    ch.given("f", f, "share of the hours a duplicate runs", kind="assumption", source=src("duplicate_runtime_share"))
     ch.step("E_dup", "f*G*H", "GPU*hour", "GPU-hours one duplicate burns")
     ch.step("C_dup", "E_dup*P", "USD", "cost of one duplicate")
-    ch.given("N", N, "creates a day", kind="assumption", source=source)
-    ch.given("t", t, "share of attempts whose response is lost after commit", kind="assumption", source=source,
+    ch.given("N", N, "creates a day", kind="assumption", source=src("creates_per_day"))
+    ch.given("t", t, "share of attempts whose response is lost after commit", kind="assumption", source=src("timeout_rate"),
              digits=3)
-    ch.given("r", r, "probability a lost create is retried", kind="assumption", source=source)
+    ch.given("r", r, "probability a lost create is retried", kind="assumption", source=src("retry_rate"))
     ch.solve("d", "d = t*r*(1 + d)", "", "extra attempts (duplicates) per create", digits=4)
     ch.step("D", "N*d", "", "expected duplicates a day")
     ch.given("tau", q(1, "day"), "the window the counts are per", kind="assumption", source="definition")
@@ -80,6 +80,7 @@ def duplicate_chain(G, H, P, f, N, t, r, *, source="parameters cell", price_sour
 def compute(p) -> Chain:
     return duplicate_chain(p.gpus_per_job, p.job_hours, p.usd_per_gpu_hour, p.duplicate_runtime_share,
                            p.creates_per_day, p.timeout_rate, p.retry_rate,
+                           source={prm.name: SPEC.source(p, prm.name) for prm in PARAMETERS},
                            price_source=SPEC.source(p, "usd_per_gpu_hour"))
 
 
@@ -266,6 +267,7 @@ def pagination_curves(max_inserts=(0, 2, 4, 6, 8)) -> dict:
 
 
 def cost_curves(p, timeout_rates=None, retry_rates=(0.25, 0.5, 1.0)) -> dict:
+    import numpy as np
     t = np.logspace(-4, -1, 31) if timeout_rates is None else np.asarray(timeout_rates, float)
     c_dup = p.duplicate_runtime_share * p.gpus_per_job * p.job_hours * p.usd_per_gpu_hour
     return dict(t=t, curves={r: 365 * p.creates_per_day * (t * r / (1 - t * r)) * c_dup for r in retry_rates})
@@ -314,4 +316,4 @@ def contract_text() -> dict:
     return {"contract-scenarios": f"{ck['scenarios']:,}", "contract-held": f"{ck['held']:,}"}
 
 
-SPEC = Spec("idempotent-resource-api", PARAMETERS, RESULTS, compute)
+SPEC = Spec("idempotent-resource-api", PARAMETERS, RESULTS, compute, closed_form=True)

@@ -95,9 +95,11 @@ def starvation(n_gpus, load, hours, aging, seed, tau=1.0) -> dict:
 
 
 def chain_of(rs: dict, st: dict, n_gpus, tau, aging, *, source="parameters cell") -> Chain:
+    def src(name: str) -> str:          # `source`: one string for every input, or a dict by parameter
+        return source if isinstance(source, str) else source.get(name, "parameters cell")
     ch = Chain("Victims and aging, from seeded runs of utils.components.preemptive_queue")
-    ch.given("G", q(n_gpus, "GPU"), "GPUs in the cluster", kind="assumption", source=source)
-    ch.given("tau", q(tau, "hour"), "checkpoint interval", kind="assumption", source=source)
+    ch.given("G", q(n_gpus, "GPU"), "GPUs in the cluster", kind="assumption", source=src("n_gpus"))
+    ch.given("tau", q(tau, "hour"), "checkpoint interval", kind="assumption", source=src("checkpoint_hours"))
     sim = "simulated: utils.components.preemptive_queue.simulate"
     for sym, rule in (("L_ckpt", "checkpoint"), ("L_new", "newest"), ("L_big", "largest")):
         ch.given(sym, q(rs[rule].lost_gpu_hours, "GPU*hour"), f"GPU-hours lost, {RULE_NAMES[rule]}",
@@ -112,7 +114,7 @@ def chain_of(rs: dict, st: dict, n_gpus, tau, aging, *, source="parameters cell"
     ch.step("l_blind", "tau/2", "hour", "expected loss per evicted GPU for a checkpoint-blind pick")
     ch.given("dp", 1, "priority gap of the low job below the stream", kind="assumption",
              source="the starvation scenario")
-    ch.given("r", q(aging, "1/hour"), "aging rate", kind="assumption", source=source)
+    ch.given("r", q(aging, "1/hour"), "aging rate", kind="assumption", source=src("aging_per_hour"))
     ch.step("T_age", "dp/r", "hour", "wait after which the aged job outranks every fresh arrival")
     ch.given("W_0", q(st[0.0]["turnaround"], "hour"), "low job, submit to finish, no aging", kind="derived",
              source=sim)
@@ -124,7 +126,8 @@ def chain_of(rs: dict, st: dict, n_gpus, tau, aging, *, source="parameters cell"
 def compute(p) -> Chain:
     rs = runs(p.n_gpus, p.n_jobs, p.load, p.mean_work_hours, p.checkpoint_hours, p.aging_per_hour, p.seed)
     st = starvation(p.starve_gpus, p.starve_load, p.starve_hours, p.aging_per_hour, p.seed, p.checkpoint_hours)
-    ch = chain_of(rs, st, p.n_gpus, p.checkpoint_hours, p.aging_per_hour)
+    ch = chain_of(rs, st, p.n_gpus, p.checkpoint_hours, p.aging_per_hour,
+                  source={n: SPEC.source(p, n) for n in ("n_gpus", "checkpoint_hours", "aging_per_hour")})
     ch.data["runs"], ch.data["starve"] = rs, st
     return ch
 

@@ -38,7 +38,7 @@ RESULTS = (
     Result("items_failed", "", "Items whose failure was recorded", of="n_fail"),
     Result("items_lost", "", "Items lost without a trace", of="n_lost"),
     Result("threads_left", "", "Threads alive after shutdown", of="n_left"),
-    Result("held_items", "", "Items held when the producer blocks (measured)", of="H"),
+    Result("held_items", "", "Items held when the producer blocks (counted in a threaded run)", of="H"),
     Result("bounded_memory", "GB", "Memory the bounded queue holds at most", of="m_M"),
     Result("unbounded_growth", "GB/s", "Growth of an unbounded queue", of="g"),
     Result("time_to_exhaust", "s", "Time until an unbounded queue fills the host memory", of="t_oom"),
@@ -66,32 +66,36 @@ def handler(fail_every: int):
 
 
 def shutdown_chain(n_items, workers, maxsize, fail_every, item_mb, producer_rate, worker_rate, host_gb,
-                   big_maxsize, *, source="parameters cell") -> Chain:
-    """The pool run for real and the bound's arithmetic; the run's report and held-items measurement ride along
-    in ch.data ("report", "held")."""
+                   big_maxsize, *, sources=None) -> Chain:
+    """The pool run for real and the bound's arithmetic; the run's report and held-items count ride along in
+    ch.data ("report", "held"). `sources` maps a parameter to its source (a string: every input's)."""
+    def source(name: str) -> str:
+        return sources if isinstance(sources, str) else (sources or {}).get(name, "parameters cell")
     rep = run_pool(range(int(n_items)), handler(int(fail_every)), workers=int(workers), maxsize=int(maxsize))
     held = held_items(int(maxsize), int(workers), int(n_items))
     ch = Chain("The pool, run for real, and the bound's arithmetic")
-    run = "measured: utils.components.work_queue.run_pool (threads)"
-    ch.given("n", n_items, "items put", kind="assumption", source=source)
-    ch.given("n_ok", len(rep.processed), "items processed", kind="measured", source=run)
-    ch.given("n_fail", len(rep.failed), "items whose failure was recorded", kind="measured", source=run)
+    # counts from running this book's pool with threads: derived by running the code, not a GPU measurement
+    run = "counted in a run of utils.components.work_queue.run_pool (threads)"
+    ch.given("n", n_items, "items put", kind="assumption", source=source("n_items"))
+    ch.given("n_ok", len(rep.processed), "items processed", kind="derived", source=run)
+    ch.given("n_fail", len(rep.failed), "items whose failure was recorded", kind="derived", source=run)
     ch.step("n_lost", "n - n_ok - n_fail", "", "items lost without a trace")
-    ch.given("n_left", rep.threads_left, "threads alive after shutdown", kind="measured", source=run)
-    ch.given("N_w", workers, "consumers", kind="assumption", source=source)
-    ch.given("M", maxsize, "bound, items", kind="assumption", source=source)
-    ch.given("H", held["held"], "items out when the producer blocks", kind="measured",
-             source="measured: utils.components.work_queue.held_items (threads)")
-    ch.given("S", q(item_mb, "MB"), "bytes per item", kind="assumption", source=source)
+    ch.given("n_left", rep.threads_left, "threads alive after shutdown", kind="derived", source=run)
+    ch.given("N_w", workers, "consumers", kind="assumption", source=source("workers"))
+    ch.given("M", maxsize, "bound, items", kind="assumption", source=source("maxsize"))
+    ch.given("H", held["held"], "items out when the producer blocks", kind="derived",
+             source="counted in a run of utils.components.work_queue.held_items (threads)")
+    ch.given("S", q(item_mb, "MB"), "bytes per item", kind="assumption", source=source("item_mb"))
     ch.step("m_M", "(M + N_w)*S", "GB", "most the bounded queue holds (queue plus one in flight each)")
-    ch.given("P", q(producer_rate, "1/s"), "producer rate", kind="assumption", source=source)
-    ch.given("c", q(worker_rate, "1/s"), "rate of one consumer", kind="assumption", source=source)
+    ch.given("P", q(producer_rate, "1/s"), "producer rate", kind="assumption", source=source("producer_rate"))
+    ch.given("c", q(worker_rate, "1/s"), "rate of one consumer", kind="assumption", source=source("worker_rate"))
     ch.step("D", "P - N_w*c", "1/s", "surplus the consumers cannot keep up with")
     ch.step("g", "D*S", "GB/s", "growth of an unbounded queue")
-    ch.given("B", q(host_gb, "GB"), "host memory the queue may use", kind="assumption", source=source)
+    ch.given("B", q(host_gb, "GB"), "host memory the queue may use", kind="assumption",
+             source=source("host_memory_gb"))
     ch.step("t_oom", "B/g", "s", "time until an unbounded queue fills it")
     ch.solve("M_max", "(M_max + N_w)*S = B", "", "largest bound that fits")
-    ch.given("M_big", big_maxsize, "a round-number bound", kind="assumption", source=source)
+    ch.given("M_big", big_maxsize, "a round-number bound", kind="assumption", source=source("big_maxsize"))
     ch.step("m_big", "(M_big + N_w)*S", "GB", "what the round-number bound lets the queue hold")
     ch.data["report"], ch.data["held"] = rep, held
     return ch
@@ -99,7 +103,8 @@ def shutdown_chain(n_items, workers, maxsize, fail_every, item_mb, producer_rate
 
 def compute(p) -> Chain:
     return shutdown_chain(p.n_items, p.workers, p.maxsize, p.fail_every, p.item_mb, p.producer_rate,
-                          p.worker_rate, p.host_memory_gb, p.big_maxsize)
+                          p.worker_rate, p.host_memory_gb, p.big_maxsize,
+                          sources={prm.name: SPEC.source(p, prm.name) for prm in PARAMETERS})
 
 
 # --- the claim ------------------------------------------------------------------------------------
@@ -125,7 +130,7 @@ def checks() -> dict:
             raise ValueError(f"bad record {item}")
     die_all = run_pool(range(n), four_bad, workers=w, maxsize=m, on_error="die", timeout=t)
     ch = shutdown_chain(n, w, m, C["fail_every"], C["item_mb"], C["producer_rate"], C["worker_rate"],
-                        C["host_gb"], C["big_maxsize"], source="the claim's scenario")
+                        C["host_gb"], C["big_maxsize"], sources="the claim's scenario")
     return dict(good=good, one=one, die=die, die_all=die_all, chain=ch, held=ch.data["held"])
 
 

@@ -112,50 +112,54 @@ def population(n_clients, base, cap, max_attempts, outage, bin_s, seed, ratio_ca
 def herd_chain(n_clients, base, cap, max_attempts, outage, bin_s, seed, ratio_cap, client_tokens, client_refill,
                *, source="parameters cell") -> Chain:
     """The herd's peaks and budgets; the simulated population rides along in ch.data["pop"]."""
+    def src(name: str) -> str:          # `source`: one string for every input, or a dict by parameter
+        return source if isinstance(source, str) else source.get(name, "parameters cell")
     pop = population(n_clients, base, cap, max_attempts, outage, bin_s, seed, ratio_cap, client_tokens,
                      client_refill)
     sim = "utils.components.retry.simulate, seeded (a CPU simulation)"
     ch = Chain("A thousand clients failing together: peak retry arrivals and the budgets")
-    ch.given("N", q(n_clients, "request"), "clients that fail together", kind="assumption", source=source)
-    ch.given("w_0", q(base, "s"), "the first retry's window (base)", kind="assumption", source=source)
-    ch.given("b", q(bin_s, "s"), "the bin the arrivals are counted in", kind="assumption", source=source)
+    ch.given("N", q(n_clients, "request"), "clients that fail together", kind="assumption", source=src("n_clients"))
+    ch.given("w_0", q(base, "s"), "the first retry's window (base)", kind="assumption", source=src("base"))
+    ch.given("b", q(bin_s, "s"), "the bin the arrivals are counted in", kind="assumption", source=src("bin_s"))
     ch.step("P_exp", "N/b", "request/s", "exponential: every client's retry in the same instant, so one bin")
     ch.given("M_exp", q(pop["exponential"]["peak"], "request"), "fullest bin, exponential (simulated)",
-             kind="assumption", source=sim)
+             kind="derived", source=sim)
     ch.step("E_1", "N/w_0", "request/s", "full jitter's first wave: N spread evenly over w_0")
     ch.given("M_E", q(float(pop["expected_full"].max()), "request"),
-             "fullest bin of full jitter's expected arrivals (all waves)", kind="assumption",
+             "fullest bin of full jitter's expected arrivals (all waves)", kind="derived",
              source="utils.components.retry.full_jitter_expected (convolution, no sampling)")
     ch.step("E_full", "M_E/b", "request/s", "full jitter's expected peak, the waves overlapping")
     ch.given("M_full", q(pop["full_jitter"]["peak"], "request"), "fullest bin, full jitter (simulated)",
-             kind="assumption", source=sim)
+             kind="derived", source=sim)
     ch.step("P_full", "M_full/b", "request/s", "full jitter's peak (simulated)")
     ch.given("M_dec", q(pop["decorrelated"]["peak"], "request"), "fullest bin, decorrelated jitter (simulated)",
-             kind="assumption", source=sim)
+             kind="derived", source=sim)
     ch.step("P_dec", "M_dec/b", "request/s", "decorrelated jitter's peak (simulated)")
     ch.step("X_full", "P_exp/P_full", "", "peak reduction by full jitter", digits=2)
     ch.step("X_dec", "P_exp/P_dec", "", "peak reduction by decorrelated jitter", digits=2)
     ch.given("A", max_attempts - 1, "retries per request: the attempts less the first (the per-request budget)",
-             kind="assumption", source=source)
+             kind="assumption", source=src("max_attempts"))
     ch.step("R_A", "N*A", "request", "retries the attempt limit alone allows")
-    ch.given("rho", ratio_cap, "retry ratio cap", kind="assumption", source=source)
+    ch.given("rho", ratio_cap, "retry ratio cap", kind="assumption", source=src("ratio_cap"))
     ch.step("R_rho", "rho*N", "request", "retries the ratio cap allows (requests N)")
     ch.given("R_cap", q(pop["ratio"]["sim"].retries, "request"), "retries sent under the ratio cap (simulated)",
-             kind="assumption", source=sim)
-    ch.given("k", client_tokens, "per-client retry tokens", kind="assumption", source=source)
-    ch.given("g", q(client_refill, "1/s"), "tokens earned per second", kind="assumption", source=source)
-    ch.given("T", q(pop["latest"], "s"), "the latest a retry can be sent", kind="assumption",
+             kind="derived", source=sim)
+    ch.given("k", client_tokens, "per-client retry tokens", kind="assumption", source=src("client_tokens"))
+    ch.given("g", q(client_refill, "1/s"), "tokens earned per second", kind="assumption", source=src("client_refill"))
+    ch.given("T", q(pop["latest"], "s"), "the latest a retry can be sent", kind="derived",
              source="the outage plus one capped window, or the sum of the windows if less")
     ch.step("R_k", "N*(k + g*T)", "request", "retries the per-client budget allows at most")
     ch.given("R_tok", q(pop["tokens"]["sim"].retries, "request"), "retries sent under the token budget (simulated)",
-             kind="assumption", source=sim)
+             kind="derived", source=sim)
     ch.data["pop"] = pop
     return ch
 
 
 def compute(p) -> Chain:
     return herd_chain(p.n_clients, p.base, p.cap, p.max_attempts, p.outage, p.bin_s, p.seed, p.ratio_cap,
-                      p.client_tokens, p.client_refill)
+                      p.client_tokens, p.client_refill, source={n: SPEC.source(p, n) for n in
+                                                                ("n_clients", "base", "bin_s", "max_attempts",
+                                                                 "ratio_cap", "client_tokens", "client_refill")})
 
 
 # --- the claim ------------------------------------------------------------------------------------

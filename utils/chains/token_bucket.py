@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import math
 import threading
-
-import numpy as np
+from bisect import bisect_left
 
 from utils.chain import Chain, as_float, memoised
 from utils.components.token_bucket import FakeClock, TokenBucket, UnguardedBucket, drive, max_admitted, retry_after_header
@@ -52,10 +51,10 @@ def validate(p):
 
 
 # --- running the bucket ---------------------------------------------------------------------------
-def arrivals(burst: int, offered_rate: float, window: float) -> np.ndarray:
+def arrivals(burst: int, offered_rate: float, window: float) -> list[float]:
     """A burst at t = 0, then one request every 1/offered_rate seconds up to the end of the window."""
-    steady = np.arange(1, int(math.floor(offered_rate * window + 1e-9)) + 1) / offered_rate
-    return np.concatenate([np.zeros(burst), steady])
+    steady = [i / offered_rate for i in range(1, int(math.floor(offered_rate * window + 1e-9)) + 1)]
+    return [0.0] * int(burst) + steady
 
 
 def run(capacity, rate, times, *, readings=None, bucket=TokenBucket) -> dict:
@@ -64,15 +63,14 @@ def run(capacity, rate, times, *, readings=None, bucket=TokenBucket) -> dict:
     b = bucket(capacity, rate, clock=clock)
     shown = times if readings is None else readings
     d = drive(b, clock, shown)
-    admitted = np.array([x.admitted for x in d])
-    return dict(admitted=admitted, n=int(admitted.sum()), decisions=d, times=np.asarray(times),
+    admitted = [x.admitted for x in d]
+    return dict(admitted=admitted, n=sum(admitted), decisions=d, times=list(times),
                 longest_refusal=max(x.retry_after for x in d))
 
 
-def wall_readings(times, step: float, at: float) -> np.ndarray:
+def wall_readings(times, step: float, at: float) -> list[float]:
     """What a wall clock shows at each (monotonic) time when it steps by `step` seconds at `at`."""
-    t = np.asarray(times, dtype=float)
-    return np.where(t >= at, t + step, t)
+    return [float(t) + step if t >= at else float(t) for t in times]
 
 
 def scenarios(rate, burst, offered_rate, window, clock_step, step_at) -> dict:
@@ -87,12 +85,12 @@ def scenarios(rate, burst, offered_rate, window, clock_step, step_at) -> dict:
                backward=run(burst, rate, t, readings=back),
                backward_unguarded=run(burst, rate, t, readings=back, bucket=UnguardedBucket),
                conflated_capacity=conflated_capacity)
-    first_after = int(np.searchsorted(t, step_at, side="left"))
+    first_after = bisect_left(t, step_at)
     out["debt_retry_after"] = out["backward_unguarded"]["decisions"][first_after].retry_after
     # a strict policy ("never more than r in any second", capacity 1) against capacity = rate
-    one_second = np.arange(0, int(rate) * 4) / (4 * rate)        # four times the limit, for one second
-    out["strict"] = run(1.0, rate, np.concatenate([one_second, [1.0] * int(rate)]))
-    out["strict_conflated"] = run(conflated_capacity, rate, np.concatenate([one_second, [1.0] * int(rate)]))
+    one_second = [i / (4 * rate) for i in range(int(rate) * 4)]        # four times the limit, for one second
+    out["strict"] = run(1.0, rate, one_second + [1.0] * int(rate))
+    out["strict_conflated"] = run(conflated_capacity, rate, one_second + [1.0] * int(rate))
     return out
 
 
@@ -127,34 +125,41 @@ def concurrent_admitted(capacity: int, threads: int = 8, calls: int = 50) -> int
     return sum(got)
 
 
-def bucket_chain(rate, burst, offered_rate, window, clock_step, step_at, *, source="parameters cell") -> Chain:
-    """The arithmetic beside the bucket run on a fake clock; the runs ride along in ch.data["scenarios"]."""
+def bucket_chain(rate, burst, offered_rate, window, clock_step, step_at, *, sources=None) -> Chain:
+    """The arithmetic beside the bucket run on a fake clock; the runs ride along in ch.data["scenarios"].
+    `sources` maps a parameter to its source (a string: every input's)."""
+    def source(name: str) -> str:
+        return sources if isinstance(sources, str) else (sources or {}).get(name, "parameters cell")
     s = scenarios(rate, burst, offered_rate, window, clock_step, step_at)
+    ran = "counted: utils.components.token_bucket, run on a fake clock"
     ch = Chain("A token bucket: the limit, the conflation, the clock and the retry-after")
-    ch.given("C", q(burst, "request"), "capacity: the burst the policy allows", kind="assumption", source=source)
-    ch.given("r", q(rate, "request/s"), "rate: the sustained limit", kind="assumption", source=source)
-    ch.given("T", q(window, "s"), "window", kind="assumption", source=source)
+    ch.given("C", q(burst, "request"), "capacity: the burst the policy allows", kind="assumption",
+             source=source("burst"))
+    ch.given("r", q(rate, "request/s"), "rate: the sustained limit", kind="assumption", source=source("rate"))
+    ch.given("T", q(window, "s"), "window", kind="assumption", source=source("window"))
     ch.step("A_max", "C + r*T", "request", "most a full bucket admits in the window")
     ch.given("A_run", q(s["monotonic"]["n"], "request"), "admitted by the bucket (monotonic clock)",
-             kind="assumption", source="utils.components.token_bucket, run on a fake clock")
+             kind="derived", source=ran)
     ch.given("C_conf", q(s["conflated_capacity"], "request"), "capacity of a bucket built with capacity = rate",
              kind="assumption", source="the usual bug")
     ch.step("R_conf", "C - C_conf", "request", "the policy's burst that bucket refuses")
-    ch.given("S", q(clock_step, "s"), "the wall clock's step", kind="assumption", source=source)
+    ch.given("S", q(clock_step, "s"), "the wall clock's step", kind="assumption", source=source("clock_step"))
     ch.given("A_fwd", q(s["forward"]["n"], "request"), "admitted, wall clock stepped forward",
-             kind="assumption", source="utils.components.token_bucket, run on a fake clock")
+             kind="derived", source=ran)
     ch.step("A_over", "A_fwd - A_max", "request", "admitted beyond the limit: a refill nobody earned")
     ch.given("n", q(1, "request"), "one request's cost", kind="assumption", source="one token a request")
     ch.step("t_pred", "S + n/r", "s", "an unguarded refill's debt r S, repaid at r, then one token")
     ch.given("t_debt", q(s["debt_retry_after"], "s"), "retry-after the unguarded bucket quotes just after the step",
-             kind="assumption", source="utils.components.token_bucket.UnguardedBucket, run on a fake clock", digits=5)
+             kind="derived", source="counted: utils.components.token_bucket.UnguardedBucket, run on a fake clock",
+             digits=5)
     ch.step("t_ra", "n/r", "s", "retry-after at an empty bucket: the deficit over the rate")
     ch.data["scenarios"] = s
     return ch
 
 
 def compute(p) -> Chain:
-    return bucket_chain(p.rate, p.burst, p.offered_rate, p.window, p.clock_step, p.step_at)
+    return bucket_chain(p.rate, p.burst, p.offered_rate, p.window, p.clock_step, p.step_at,
+                        sources={prm.name: SPEC.source(p, prm.name) for prm in PARAMETERS})
 
 
 # --- the claim ------------------------------------------------------------------------------------
@@ -167,7 +172,7 @@ QUOTE = ("Two parameters, one lazy refill and one lock. What capacity and rate e
 @memoised                         # the runs are deterministic: the page and the claim share one
 def checks() -> dict:
     C = CLAIM
-    res = bucket_chain(**C, source="this book's scenario")
+    res = bucket_chain(**C, sources="this book's scenario")
     s = res.data["scenarios"]
     ra = retry_after_check(C["rate"])
     ra_cost = retry_after_check(C["rate"], cost=5.0)
@@ -181,8 +186,8 @@ def checks() -> dict:
 
 
 def _max_in_any_second(r: dict) -> int:
-    t = r["times"][r["admitted"]]
-    return int(max(np.searchsorted(t, x + 1.0, side="left") - i for i, x in enumerate(t)))
+    t = [x for x, a in zip(r["times"], r["admitted"]) if a]
+    return max(bisect_left(t, x + 1.0) - i for i, x in enumerate(t))
 
 
 def claims() -> list[Claim]:
@@ -206,7 +211,9 @@ def claims() -> list[Claim]:
                f"allows, and under a one-second limit lets {ck['strict_conf_max']:,} through in one second; a wall clock "
                f"stepped forward admits {ck['forward']:,} and an unguarded one stepped back refuses for "
                f"{fmt(ck['unguarded_ra'], digits=4)} s, the monotonic clock keeps {ck['mono']:,}; a client that waits the "
-               f"quoted {fmt(ck['ra']['retry_after'])} s is admitted and one that comes a millisecond early is not.")]
+               f"quoted {fmt(ck['ra']['retry_after'])} s is admitted and one that comes a millisecond early is not "
+               f"(how often the conflation is the bug in practice, the source does not count, and this page does "
+               f"not judge).")]
 
 
 # --- the page's tables, figure, what changes, exercises --------------------------------------------
@@ -240,8 +247,9 @@ def case_rows() -> list[list[str]]:
 
 
 def admitted_curves(ck: dict) -> dict:
+    import numpy as np
     s = ck["s"]
-    return {k: (s[k]["times"], np.cumsum(s[k]["admitted"]))
+    return {k: (np.asarray(s[k]["times"]), np.cumsum(s[k]["admitted"]))
             for k in ("monotonic", "conflated", "forward", "backward_unguarded")}
 
 
@@ -299,6 +307,7 @@ def hammered(capacity: int = 50, rate: float = 100.0, threads: int = 7, calls: i
 def windows_over(capacity: float = 20.0, rate: float = 10.0, seed: int = 0, bucket=TokenBucket) -> tuple[int, int]:
     """A seeded sequence of requests of several sizes on a fake clock, then every window between two of
     them: (windows, windows that admitted more than capacity + rate x their length)."""
+    import numpy as np
     rng = np.random.default_rng(seed)
     times = np.cumsum(rng.exponential(0.02, N_REQUESTS))
     sizes = rng.choice(np.array([1.0, 2.0, 5.0]), N_REQUESTS)
@@ -357,4 +366,4 @@ def contract_text() -> dict:
     return {f"contract-{k}": f"{ck[k]:,}" for k in ("scenarios", "held", "windows", "over")}
 
 
-SPEC = Spec("token-bucket", PARAMETERS, RESULTS, compute, validate=validate)
+SPEC = Spec("token-bucket", PARAMETERS, RESULTS, compute, validate=validate, closed_form=True)

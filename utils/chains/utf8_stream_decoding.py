@@ -31,7 +31,7 @@ from utils.components.utf8_stream import (
 )
 from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, pct
-from utils.verdicts import HOLDS, WRONG, Claim, sig_fig_tolerance, within
+from utils.verdicts import HOLDS, UNCHECKABLE, WRONG, Claim, rounds_to
 
 PARAMETERS = (
     Param("text", "aé€👍", "the text whose every split is tried (one character of each UTF-8 length)", check="text",
@@ -105,9 +105,9 @@ def compute(p) -> Chain:
     cut = sum(naive_raises([tok]) for tok in tokens)
     src = "utils.components.utf8_stream: every split run"
     ch = Chain("Every split of the text, the naive decoder and the buffered one")
-    ch.given("n", t["n_bytes"], "bytes of the text (UTF-8)", kind="assumption", source="parameters cell")
-    ch.given("c", t["n_chars"], "characters of the text", kind="assumption", source="parameters cell")
-    ch.given("L", int(p.max_piece), "longest piece, in bytes", kind="assumption", source="parameters cell")
+    ch.given("n", t["n_bytes"], "bytes of the text (UTF-8)", kind="assumption", source=SPEC.source(p, "text"))
+    ch.given("c", t["n_chars"], "characters of the text", kind="assumption", source=SPEC.source(p, "text"))
+    ch.given("L", int(p.max_piece), "longest piece, in bytes", kind="assumption", source=SPEC.source(p, "max_piece"))
     ch.given("N", t["n"], "splits into pieces of at most L bytes", kind="derived", source=src)
     ch.given("N_safe", t["n"] - t["broken"], "splits whose every cut is a character boundary", kind="derived",
              source=src)
@@ -131,6 +131,7 @@ QUOTE = ("A four-byte emoji split across three tokens will raise on every naive 
          "buffer that holds the incomplete tail. The decoder in a dozen lines, the exception field that "
          "tells you exactly where to cut, and what to do when the stream ends mid-character.")
 CLAIM = dict(emoji="👍", tokens=3, lines=12)
+LINES_QUOTE = "The decoder in a dozen lines"       # the source's words for the size, judged on their own
 
 
 def decoder_lines() -> int:
@@ -172,25 +173,34 @@ def checks() -> dict:
     lines = decoder_lines()
     return dict(three=three, decodes=decodes, raised=raised, fixed=fixed, cut_at_start=cut_at_start,
                 strict_raises=strict_raises, replaced=replaced, lines=lines, n_bytes=len(data),
-                lines_ok=within(lines, C["lines"], sig_fig_tolerance(C["lines"], 1)),
+                lines_round=rounds_to(lines, C["lines"], 1),      # "a dozen", one figure: 10 to 14 lines
                 flush_ok=strict_raises and replaced == REPLACEMENT and replaced == reference_decode([truncated], "replace"))
 
 
 def claims() -> list[Claim]:
     ck = checks()
-    ok = ck["raised"] == ck["decodes"] and ck["fixed"] and ck["cut_at_start"] and ck["lines_ok"] and ck["flush_ok"]
+    ok = ck["raised"] == ck["decodes"] and ck["fixed"] and ck["cut_at_start"] and ck["flush_ok"]
     return [Claim(
         "emoji-three-tokens", quote=QUOTE, source="spec/001 (the UTF-8 stream decoding paragraph)",
-        claimed="every naive decode raises; a tail buffer fixes it; about a dozen lines",
+        claimed="every naive decode raises; a buffer for the tail fixes it; the exception's field says where to cut",
         derived=f"{ck['raised']} of {ck['decodes']} naive decodes raise over the {len(ck['three'])} three-token "
-                f"splits; the buffered decoder returns the emoji on all; {ck['lines']} lines",
+                f"splits; the buffered decoder returns the emoji on all",
         verdict=HOLDS if ok else WRONG,
         nearest_true="" if ok else "not every part of the claim survives the run (see the check)",
         reason=f"each of the {fmt(len(ck['three']))} ways to cut the emoji's {fmt(ck['n_bytes'])} bytes into three "
                f"tokens makes every per-token decode raise ({fmt(ck['raised'])} of {fmt(ck['decodes'])}); the "
                f"decoder that buffers the tail where the error's start says returns the emoji on every one, as the "
-               f"standard library's does, in {fmt(ck['lines'])} lines, and a stream cut mid-character raises or "
-               f"ends in one replacement character.")]
+               f"standard library's does, and a stream cut mid-character raises or ends in one replacement "
+               f"character (the size, a dozen lines, is judged on its own)."),
+        Claim(
+        "dozen-lines", quote=LINES_QUOTE, source="spec/001 (the UTF-8 stream decoding paragraph)",
+        claimed="the decoder is about twelve lines",
+        derived=f"this book's decoder's feed: {ck['lines']} lines (the book's own code, not the source's)",
+        verdict=UNCHECKABLE,
+        reason=f"the source does not show its decoder, so its size can only be compared with this book's own, "
+               f"which would check the book against itself; the book's feed is {fmt(ck['lines'])} lines, which "
+               f"{'rounds to a dozen' if ck['lines_round'] else 'to one figure is not a dozen'} and also handles "
+               f"errors='replace'.")]
 
 
 # --- tables, figure, what changes, exercises -------------------------------------------------------
@@ -261,7 +271,6 @@ def broken_share_curve(text: str, pieces) -> list[float]:
 def check_text(ck: dict, chain) -> dict:
     return {"check-n-three": fmt(len(ck["three"])), "check-decodes": fmt(ck["decodes"]),
             "check-raised": fmt(ck["raised"]), "check-lines": fmt(ck["lines"]),
-            "check-dozen-tol": pct(sig_fig_tolerance(CLAIM["lines"], 1)),
             "check-dp-total": fmt(chain["dp_total"]), "check-dp-safe": fmt(chain["dp_safe"])}
 
 
@@ -285,4 +294,4 @@ def exercises(p, ch: Chain) -> dict:
             "ex3-lost": fmt(sum(len(x.encode()) > 1 and x not in garbage for x in set(s)))}
 
 
-SPEC = Spec("utf8-stream-decoding", PARAMETERS, RESULTS, compute, validate=validate)
+SPEC = Spec("utf8-stream-decoding", PARAMETERS, RESULTS, compute, validate=validate, closed_form=True)

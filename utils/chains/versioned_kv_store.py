@@ -16,7 +16,7 @@ import threading
 from utils.chain import Chain, memoised
 from utils.components.versioned_store import TOMBSTONE, ScanModel, VersionedStore, comparisons, read_case
 from utils.params import Param, Result, Spec
-from utils.units import fmt, pct, q, short
+from utils.units import fmt, num, pct, q, short
 from utils.verdicts import READING, WRONG, Claim
 
 PARAMETERS = (
@@ -87,8 +87,9 @@ def simulate(n_keys: int, n_writes: int, delete_share: float, seed: int, side: s
 
 def memory_chain(p) -> Chain:
     ch = Chain("Reads and memory of a versioned store")
-    ch.given("n_k", float(p.n_keys), "keys", kind="assumption", source="parameters cell")
-    ch.given("v", float(p.versions_per_key), "versions per key", kind="assumption", source="parameters cell")
+    ch.given("n_k", float(p.n_keys), "keys", kind="assumption", source=SPEC.source(p, "n_keys"))
+    ch.given("v", float(p.versions_per_key), "versions per key", kind="assumption",
+             source=SPEC.source(p, "versions_per_key"))
     ch.step("c_log", "ceiling(log(v + 1)/log(2))", "", "comparisons a binary search needs, at most")
     ch.given("c_bin", max(comparisons(p.versions_per_key, t) for t in (0, p.versions_per_key // 2,
                                                                         p.versions_per_key + 1)),
@@ -97,10 +98,11 @@ def memory_chain(p) -> Chain:
     ch.step("c_scan", "(v + 1)/2", "", "comparisons a scan makes, read at a random version")
     ch.step("x", "c_scan/c_bin", "", "scan over binary search")
     ch.given("b_ver", q(p.version_bytes, "B"), "bytes of one version number", kind="assumption",
-             source="parameters cell")
+             source=SPEC.source(p, "version_bytes"))
     ch.given("b_ptr", q(p.pointer_bytes, "B"), "bytes of one value-list slot", kind="assumption",
-             source="parameters cell")
-    ch.given("b_val", q(p.value_bytes, "B"), "bytes of one value", kind="assumption", source="parameters cell")
+             source=SPEC.source(p, "pointer_bytes"))
+    ch.given("b_val", q(p.value_bytes, "B"), "bytes of one value", kind="assumption",
+             source=SPEC.source(p, "value_bytes"))
     ch.step("b_entry", "b_ver + b_ptr + b_val", "B", "bytes per stored version (one slot in each list)")
     ch.step("M", "n_k*v*b_entry", "GB", "store size")
     ch.step("o", "(b_ver + b_ptr)/b_entry", "", "share of a version's bytes that are bookkeeping")
@@ -121,38 +123,64 @@ QUOTE = ("Per key, an ascending list of versions and a parallel list of values, 
          "key that was deleted, and a version at which some other key was written.")
 
 
+SEEDS = range(5)       # the claim's run on several seeded write logs: what it asserts must hold on every one
+
+
+def edges(run: dict) -> dict:
+    """Where the off-by-one's wrong reads fall: at the version that created a key, at a delete's own version."""
+    st = run["store"]
+    first = {k: h[0][0] for k in {k for _, k, _ in run["log"]} if (h := st.history(k))}
+    return dict(at_creation=sum(1 for k, v, _, _ in run["wrong"] if first.get(k) == v),
+                at_delete=sum(1 for *_, case, _ in run["wrong"] if case == "deleted"))
+
+
 @memoised
 def checks() -> dict:
-    """The design and its off-by-one variant on the claim's simulation, every key read at every version
-    (deterministic, so memoised: the page and claims() share one run)."""
+    """The design and its off-by-one variant on the claim's simulation, every key read at every version, on each
+    of SEEDS (deterministic, so memoised: the page and claims() share one run); the page shows the first seed."""
     C = CLAIM
-    good = simulate(C["keys"], C["writes"], C["delete_share"], C["seed"])
-    bad = simulate(C["keys"], C["writes"], C["delete_share"], C["seed"], side="left")
-    own = [w for w in bad["wrong"] if w[3]]
-    bad_by_case = {}
-    for _, _, case, _ in bad["wrong"]:
-        bad_by_case[case] = bad_by_case.get(case, 0) + 1
-    return dict(good=good, bad=bad, own=len(own), bad_by_case=bad_by_case,
-                design_right=not good["wrong"], bug_only_at_own=len(own) == len(bad["wrong"]) > 0)
+    per_seed = []
+    for seed in SEEDS:
+        good = simulate(C["keys"], C["writes"], C["delete_share"], seed)
+        bad = simulate(C["keys"], C["writes"], C["delete_share"], seed, side="left")
+        own = [w for w in bad["wrong"] if w[3]]
+        by_case = {}
+        for _, _, case, _ in bad["wrong"]:
+            by_case[case] = by_case.get(case, 0) + 1
+        e = edges({**bad, "store": good["store"]})          # the same log: the right store's histories
+        per_seed.append(dict(good=good, bad=bad, by_case=by_case, own=len(own), **e,
+                             design_right=not good["wrong"], bug_only_at_own=len(own) == len(bad["wrong"]) > 0,
+                             caught_at_edges=e["at_creation"] > 0 and e["at_delete"] > 0,
+                             share=len(bad["wrong"]) / bad["reads"]))
+    first = per_seed[0]
+    return dict(good=first["good"], bad=first["bad"], own=first["own"], bad_by_case=first["by_case"],
+                at_creation=first["at_creation"], per_seed=per_seed,
+                design_right=all(r["design_right"] for r in per_seed),
+                bug_only_at_own=all(r["bug_only_at_own"] for r in per_seed),
+                caught_at_edges=all(r["caught_at_edges"] for r in per_seed),
+                share_lo=min(r["share"] for r in per_seed), share_hi=max(r["share"] for r in per_seed))
 
 
 def claims() -> list[Claim]:
     ck = checks()
-    good, bad = ck["good"], ck["bad"]
-    ok = ck["design_right"] and ck["bug_only_at_own"]
+    good, bad, n = ck["good"], ck["bad"], len(ck["per_seed"])
+    ok = ck["design_right"] and ck["bug_only_at_own"] and ck["caught_at_edges"]
     return [Claim(
         "three-cases", quote=QUOTE, source="spec/001 (the versioned key-value store paragraph)",
         claimed="three read cases decide whether a bisect-based versioned store is right",
         derived=f"bisect_right: {len(good['wrong']):,} wrong of {good['reads']:,} reads; bisect_left: "
-                f"{len(bad['wrong']):,} wrong, all at a version the key itself wrote",
+                f"{len(bad['wrong']):,} wrong, all at a version the key itself wrote (first of {n} seeds)",
         verdict=READING if ok else WRONG,
-        reading="each case is read at its edge as well as inside it: at the version that created the key, "
-                "the version that deleted it, and the version of each rewrite",
+        reading="'a key that did not exist yet' and 'a key that was deleted' read at their edges as well as "
+                "inside them: a read at the very version that created the key and at the very version that "
+                "deleted it. Read only strictly inside the three cases, the off-by-one search passes all three "
+                "and only a read at a version the key itself wrote, a case the source does not list, catches it",
         nearest_true="" if ok else "the three cases do not separate the right search from the off-by-one",
-        reason=f"the bisect_right store matches an independent sweep on all {good['reads']:,} seeded reads; "
-               f"the off-by-one bisect_left store gets {len(bad['wrong']):,} of them wrong "
-               f"({pct(len(bad['wrong']) / bad['reads'])}), every one at a version the key itself wrote, and "
-               f"passes every read strictly inside the three cases.")]
+        reason=f"on each of {num(n)} seeded write logs the bisect_right store matches an independent sweep on every "
+               f"read ({fmt(good['reads'])} a log); the off-by-one bisect_left store gets {pct(ck['share_lo'])} to "
+               f"{pct(ck['share_hi'])} of them wrong, every one at a version the key itself wrote, including reads at "
+               f"the version that created a key and at the version that deleted it, and passes every read strictly "
+               f"inside the three cases.")]
 
 
 def case_rows(ck: dict) -> list[list[str]]:
@@ -172,7 +200,9 @@ def check_text(ck: dict) -> dict:
             "check-good-wrong": fmt(len(good["wrong"])), "check-bad-wrong": fmt(len(bad["wrong"])),
             "check-bad-share": pct(len(bad["wrong"]) / bad["reads"]),
             "check-bad-exact": fmt(by.get("exact hit", 0)), "check-bad-deleted": fmt(by.get("deleted", 0)),
-            "check-inverse-keys": pct(1 / (C["keys"] + 1))}
+            "check-inverse-keys": pct(1 / (C["keys"] + 1)), "check-creation": fmt(ck["at_creation"]),
+            "check-seeds": fmt(len(ck["per_seed"])), "check-share-lo": pct(ck["share_lo"]),
+            "check-share-hi": pct(ck["share_hi"])}
 
 
 # --- figure, what changes, exercises --------------------------------------------------------------
