@@ -10,16 +10,24 @@ command prints exactly that line and exits 2.
 """
 from __future__ import annotations
 
+import json
 import math
 import numbers
+import os
 import sys
 from dataclasses import dataclass
 
 from utils import catalog
+from utils.catalog.specfile import LOOSE_NAMES, MissingField, loose_model, reader_model_of
 
 
 class ParameterError(ValueError):
     pass
+
+
+# The sizes a number may have: a chain multiplies and divides a few inputs, and each product or quotient of
+# numbers in this range stays a float (no overflow to inf, no underflow to 0 that is then divided by).
+SMALLEST, LARGEST = 1e-30, 1e30
 
 
 def _number(name: str, v) -> float:
@@ -34,6 +42,8 @@ def _number(name: str, v) -> float:
                              f"got an integer of {int(int(v).bit_length() * math.log10(2)) + 1} digits") from None
     if not math.isfinite(f):
         raise ParameterError(f"{name} must be finite, got {v!r}")
+    if f and not SMALLEST <= abs(f) <= LARGEST:
+        raise ParameterError(f"{name} must be 0 or between {SMALLEST:g} and {LARGEST:g} in size, got {v!r}")
     return f
 
 
@@ -84,6 +94,8 @@ def key(kind: str, **values) -> catalog.Entry:
     (name, v), = values.items()
     if not isinstance(v, str):
         raise ParameterError(f"{name} must be a {kind} key (a string), got {v!r}")
+    if kind == "model" and (reader := reader_model_of(v)) is not None:
+        return reader                     # a reader's model, handed on by its key (one chapter to another)
     try:
         return catalog.resolve(kind, v)
     except (catalog.CatalogKeyError, catalog.CatalogFileError) as e:
@@ -95,6 +107,81 @@ CHECKS = {
     "positive": positive, "non_negative": non_negative, "fraction": fraction, "share": share,
     "whole": whole, "text": None, "bool": None,
 }
+
+
+# --- a table: a list of rows, each a {column: value} record ----------------------------------------------
+
+MAX_ROWS = 1000      # a table's rows are looped over (DRF's loop, a usage history): bounded, so no input runs long
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a table parameter: `check` is "text" or one of the number CHECKS. The name "*" stands for
+    any other column (a resource a reader names), each checked the same way."""
+    name: str
+    check: str = "non_negative"
+    meaning: str = ""
+
+
+def _table_value(name: str, value):
+    """A table given as rows, as JSON text, or as the path of a .json file: the rows (a list)."""
+    if isinstance(value, str):
+        text = value.strip()
+        if not text.startswith(("[", "{")):
+            if not text.endswith(".json") or not os.path.isfile(text):
+                raise ParameterError(f"{name} must be a table: JSON rows ([{{...}}, ...]) or a .json file, got {value!r}")
+            try:
+                with open(text, encoding="utf-8") as fh:
+                    text = fh.read()
+            except (OSError, UnicodeDecodeError) as e:
+                raise ParameterError(f"{name}: cannot read {value!r} as text ({type(e).__name__})") from None
+        try:
+            value = json.loads(text)
+        except (ValueError, RecursionError) as e:
+            raise ParameterError(f"{name}: not JSON ({str(e).splitlines()[0][:80]})") from None
+    if isinstance(value, dict):
+        value = [value]
+    if not isinstance(value, (list, tuple)):
+        raise ParameterError(f"{name} must be a table (a list of rows), got {type(value).__name__}")
+    return value
+
+
+def table(name: str, value, columns: tuple, min_rows: int = 1) -> tuple:
+    """The rows checked against the columns: each row a {column: value} with every named column present, no
+    unknown column (unless a "*" column admits it), texts non-empty strings, numbers by their checks. Returns a
+    tuple of dicts (numbers as floats, a "whole" column as ints)."""
+    rows = _table_value(name, value)
+    if not min_rows <= len(rows) <= MAX_ROWS:
+        raise ParameterError(f"{name} must have {min_rows} to {MAX_ROWS} rows, got {len(rows)}")
+    named = {c.name: c for c in columns if c.name != "*"}
+    other = next((c for c in columns if c.name == "*"), None)
+    out = []
+    for i, row in enumerate(rows):
+        where = f"{name}[{i}]"
+        if not isinstance(row, dict):
+            raise ParameterError(f"{where} must be a row {{column: value}}, got {row!r}"[:200])
+        missing = [c for c in named if c not in row]
+        if missing:
+            raise ParameterError(f"{where} lacks column {missing[0]!r} (columns: {', '.join(named)})")
+        checked = {}
+        for col, v in row.items():
+            c = named.get(col, other)
+            if c is None or not isinstance(col, str) or not col:
+                raise ParameterError(f"{where} has unknown column {col!r} (columns: {', '.join(named)})")
+            if c.check == "text":
+                if not isinstance(v, str) or not v.strip():
+                    raise ParameterError(f"{where}.{col} must be a non-empty string, got {v!r}"[:200])
+                checked[col] = v.strip()
+                continue
+            CHECKS[c.check](**{f"{where}.{col}": v})
+            checked[col] = int(v) if c.check == "whole" else float(v)
+        out.append(checked)
+    if other is not None:
+        shape = [sorted(set(r) - set(named)) for r in out]
+        if any(s != shape[0] for s in shape):
+            raise ParameterError(f"{name}: every row must name the same columns, got {shape[0]} and "
+                                 f"{next(s for s in shape if s != shape[0])}")
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -113,9 +200,12 @@ class Param:
     check: str = "positive"
     source: str = ""
     choices: tuple = ()
+    columns: tuple = ()       # check="table": its Columns
 
     def __post_init__(self):
-        if self.check not in CHECKS and self.check != "choice" and self.check not in catalog.kinds():
+        if self.check == "table" and not self.columns:
+            raise ValueError(f"parameter {self.name}: a table needs its columns")
+        if self.check not in CHECKS and self.check not in ("choice", "table") and self.check not in catalog.kinds():
             raise ValueError(f"parameter {self.name}: unknown check {self.check!r}")
         if self.check == "choice" and self.default not in self.choices:
             raise ValueError(f"parameter {self.name}: default {self.default!r} is not a choice")
@@ -144,7 +234,10 @@ class Param:
         return float(value) if isinstance(d, float) else value
 
     def check_value(self, value):
-        """The checked value the chain uses: a number, a bool, a str, or a catalog Entry for a key."""
+        """The checked value the chain uses: a number, a bool, a str, a catalog Entry for a key, or a table's rows
+        (a tuple of dicts; the table may be given as rows, JSON text or a .json file's path)."""
+        if self.check == "table":
+            return table(self.name, value, self.columns, min_rows=1 if self.default else 0)
         value = self.coerce(value)
         if self.is_key:
             return key(self.check, **{self.name: value})
@@ -221,6 +314,7 @@ class Spec:
         """The parameters, defaults filled in and each value checked; bad input raises ParameterError with one
         line that names the parameter (and, for a conflict, why)."""
         spec = {p.name: p for p in self.parameters}
+        values = self._loose_model(spec, values)
         for name in values:
             if name in self.refused:
                 raise ParameterError(f"{self.slug}: {name} cannot be set: {self.refused[name]}")
@@ -230,8 +324,27 @@ class Spec:
                 raise ParameterError(f"{self.slug} has no parameter {name!r}; {did}parameters: {', '.join(spec)}")
         out = Inputs({name: p.check_value(values.get(name, p.default)) for name, p in spec.items()})
         if self.validate is not None:
-            self.validate(out)
+            try:
+                self.validate(out)
+            except MissingField:          # a reader's model lacks what the check reads: checked as it is derived
+                pass
         return out
+
+    def _loose_model(self, spec: dict, values: dict) -> dict:
+        """A model's fields set one by one (n_params=175e9, n_layers=96) are the model, nothing taken from the
+        default: they become model= itself, a model of those fields alone (utils.catalog.specfile)."""
+        loose = {n: v for n, v in values.items() if n in LOOSE_NAMES and n not in spec}
+        models = [p.name for p in self.parameters if p.check == "model"]
+        if not loose or len(models) != 1:
+            return values
+        if models[0] in values:
+            raise ParameterError(f"{self.slug}: set {models[0]}= or the model's fields ({', '.join(loose)}), not "
+                                 "both, so no result mixes two models")
+        try:
+            model = loose_model(loose)
+        except catalog.CatalogFileError as e:
+            raise ParameterError(f"{self.slug}: {e}") from None
+        return {**{n: v for n, v in values.items() if n not in loose}, models[0]: model.key}
 
     def inputs(self, namespace: dict) -> Inputs:
         """In a chapter: the parameters cell's values (read from the notebook's namespace), checked."""
@@ -256,6 +369,12 @@ class Spec:
             out[r.name] = v.to(r.unit) if hasattr(v, "units") else v
         return out
 
+    def derive_with_gaps(self, p: Inputs) -> tuple[dict, dict]:
+        """(results, {left-out result: why}) for checked inputs: a reader's model that lacks a field a result
+        needs leaves that result out, with one line naming the field (utils.models.derive_with_gaps)."""
+        from utils.models import derive_with_gaps
+        return derive_with_gaps(self, p)
+
     def derive(self, **values) -> dict:
-        """{result name: pint Quantity}, in the page's order."""
-        return self.extract(self.compute(self.check(**values)))
+        """{result name: pint Quantity}, in the page's order; a result a reader's model cannot answer is left out."""
+        return self.derive_with_gaps(self.check(**values))[0]

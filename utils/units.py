@@ -104,6 +104,12 @@ def _plain(v: float, digits: int) -> str:
     return f"{round(v, decimals):,.{decimals}f}"
 
 
+def listing(items) -> str:
+    """Texts as prose lists them: "a", "a and b", "a, b and c"."""
+    items = list(items)
+    return " and ".join(items) if len(items) < 3 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
 def pct(fraction, digits: int = 3) -> str:
     """A fraction as a percentage: pct(0.4) -> '40%'."""
     f = float(fraction.to("").magnitude) if isinstance(fraction, pint.Quantity) else float(fraction)

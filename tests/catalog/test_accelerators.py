@@ -103,11 +103,11 @@ def test_rederive_fleet_size_on_tpu_v4_gives_palms_6144_chips():
 
 
 # --- Accelerators of current MLPerf submissions ---------------------------------------------
-ISSUE_28 = ("tpu-v5e", "tpu-v6e", "h20", "b300")
+MLPERF_CURRENT = ("tpu-v5e", "tpu-v6e", "h20", "b300", "l40s", "gb300", "mi355x", "gaudi3", "trainium2")
 
 
-@pytest.mark.parametrize("key", ISSUE_28)
-def test_issue_28_accelerators_have_a_sourced_dense_rate_and_bandwidth(key):
+@pytest.mark.parametrize("key", MLPERF_CURRENT)
+def test_mlperf_accelerators_have_a_sourced_dense_rate_and_bandwidth(key):
     """The two numbers every roofline needs, each read from a dated source on the day it was read."""
     e = catalog.accelerator(key)
     for name in ("bf16_dense", "hbm_bandwidth"):
@@ -145,3 +145,47 @@ def test_b300_is_b200_compute_with_more_memory_and_no_fp4_guess():
         assert b300.q(p) == b200.q(p) or p == "tf32_dense", p
     assert b300.q("hbm_capacity") == Q_(288, "GB") and b300.q("hbm_bandwidth").to("TB/s").m == pytest.approx(8)
     assert "fp4_dense" not in b300 and "fp4" in b300.notes.lower()                # the sources disagree; said why
+
+
+def test_h800_is_h100_with_nvlink_and_fp64_cut():
+    """The same GH100 die: H100 SXM's tensor rates (marked assumption: the sources compare only the cuts),
+    NVLink 400 GB/s a GPU against 900, and DeepSeek's 160 GB/s kept beside it on the link."""
+    h800, h100 = catalog.accelerator("h800"), catalog.accelerator("h100-sxm")
+    assert h800.q("bf16_dense") == h100.q("bf16_dense") and h800["bf16_dense"].kind == "assumption"
+    assert h800.q("scaleup_bandwidth_bidirectional").to("GB/s").m == 400
+    link = catalog.interconnect(h800.q("scaleup_link"))
+    assert link.q("bandwidth").to("GB/s").m == 160 and link.q("bandwidth_bidirectional").to("GB/s").m == 400
+    assert h800.q("fp64").to("TFLOP/s").m == 1
+
+
+def test_l40s_sparse_headline_is_not_twice_its_dense_rate():
+    """NVIDIA prints bf16 362.05 dense and 733 sparse: the stored sparse rate is twice the dense one, the printed
+    733 kept as an alternative."""
+    e = catalog.accelerator("l40s")
+    assert e.q("bf16_sparse") == 2 * e.q("bf16_dense")
+    assert [a.q.to("TFLOP/s").m for a in e["bf16_sparse"].alternatives] == [733]
+    assert e.q("scaleup_link") == "pcie4-x16" and e.q("hbm_bandwidth").to("GB/s").m == 864
+
+
+def test_gb300_rack_totals_are_72_gpus():
+    """The GB300 NVL72 rack's 1,080 PFLOPS dense FP4 and 720 PFLOPS sparse FP8 are 72 of the per-GPU rates."""
+    e = catalog.accelerator("gb300")
+    assert (72 * e.q("fp4_dense")).to("PFLOP/s").m == pytest.approx(1080)
+    assert (72 * e.q("fp8_sparse")).to("PFLOP/s").m == pytest.approx(720)
+    assert "fp4_sparse" not in e                                   # 1,440 / 72 = 20, not twice 15
+
+
+def test_mi355x_rates_are_its_cus_times_the_clock():
+    """ISSCC: 8,192 FP8 FLOP a clock a CU, 32 CUs on each of 8 XCDs, 2.4 GHz: 5.03 PFLOPS ('five petaflops')."""
+    e = catalog.accelerator("mi355x")
+    assert e.q("fp8_dense").to("FLOP/s").m == pytest.approx(8192 * 256 * 2.4e9, rel=1e-4)
+    assert e.q("fp4_sparse").to("PFLOP/s").m == pytest.approx(20.1, abs=0.05)  # Tom's Hardware's 20.1
+    assert e.q("hbm_capacity") == Q_(288, "GB") and e.q("tdp").to("W").m == 1400
+
+
+def test_gaudi3_and_trainium2_publish_no_sparse_pair():
+    g, t = catalog.accelerator("gaudi3"), catalog.accelerator("trainium2")
+    assert g.q("fp8_dense") == g.q("bf16_dense")                     # one matrix rate for both
+    assert t.q("fp8_dense").to("TFLOP/s").m == 1299 and t.q("hbm_capacity") == Q_(96, "GiB")
+    for e in (g, t):
+        assert not any(n.endswith("_sparse") for n in e.values)

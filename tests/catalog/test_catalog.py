@@ -29,7 +29,8 @@ def all_values():
 def test_expected_entries_exist():
     assert set(catalog.keys("accelerator")) == {"a100-sxm-80gb", "a100-sxm4-40gb", "h100-sxm", "h100-pcie", "h200", "b200",
                                                 "gb200", "mi300x", "mi325x", "tpu-v4", "tpu-v5p",
-                                                "tpu-v5e", "tpu-v6e", "h20", "b300"}
+                                                "tpu-v5e", "tpu-v6e", "h20", "b300", "h800", "l40s", "gb300",
+                                                "mi355x", "gaudi3", "trainium2"}
     assert {"nvlink3", "nvlink4", "nvlink5", "pcie5-x16", "ib-ndr", "ib-xdr", "eth-400g", "eth-800g",
             "infinity-fabric"} <= set(catalog.keys("interconnect"))
     assert {"llama-3-8b", "llama-3-70b", "llama-3-405b", "deepseek-v3", "kimi-k2"} <= set(catalog.keys("model"))
@@ -86,6 +87,9 @@ def test_accelerator_units_and_links(key):
     assert e.q("hbm_bandwidth").check("[information] / [time]")
     if key.startswith("tpu-"):  # Google publishes no TDP and the chips have no NVLink-style switched link
         return
+    if key == "trainium2":      # AWS prints its capacity in GiB and publishes no TDP
+        assert e.q("hbm_capacity").units == Q_(1, "GiB").units and "no TDP" in e.notes
+        return
     assert e.q("hbm_capacity").units == Q_(1, "GB").units, "a GPU's nominal capacity is kept in the datasheet's GB"
     assert e.q("tdp").check("[power]")
     link = e.q("scaleup_link")
@@ -95,10 +99,10 @@ def test_accelerator_units_and_links(key):
         catalog.interconnect(link).q("bandwidth_bidirectional").to("GB/s").magnitude)
 
 
-def test_blackwell_has_fp4_and_the_others_do_not():
+def test_blackwell_and_cdna4_have_fp4_and_the_others_do_not():
     for key in catalog.keys("accelerator"):
         has = "fp4_dense" in catalog.accelerator(key)
-        assert has == (key in ("b200", "gb200")), key
+        assert has == (key in ("b200", "gb200", "gb300", "mi355x")), key
 
 
 def test_blackwell_figures_follow_the_columns_they_name():

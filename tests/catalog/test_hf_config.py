@@ -244,3 +244,140 @@ def test_chapters_that_take_a_context_read_a_config_json(slug):
     from utils import chains
     r = chains.derive(slug, model="tests/data/configs/llama-3.1-8b.json")
     assert r and all(hasattr(v, "units") for v in r.values())
+
+
+# --- The MoE families' own config.json files (tests/data/configs/README.md says where each came from) ---------
+# (file, published total, its tolerance, published active, which count, its tolerance)
+MOE_CONFIGS = [
+    # Qwen1.5-MoE-A2.7B card: 14.3B total, 2.7B activated (the embedding counted; counted 14.32B and 2.69B)
+    ("qwen1.5-moe-a2.7b.json", 14.3e9, 0.05 / 14.3, 2.7e9, "active_with_embedding", 0.05 / 2.7),
+    # Qwen3-30B-A3B card: 30.5B total, 3.3B activated; counted 3.35B with the embedding, 3.04B without, so the
+    # card's figure is neither to its last digit: 1.6% is allowed, no more
+    ("qwen3-30b-a3b.json", 30.5e9, 0.05 / 30.5, 3.3e9, "active_with_embedding", 0.017),
+    # DeepSeek-V2 paper: 236B total, 21B activated for each token
+    ("deepseek-v2.json", 236e9, 0.5 / 236, 21e9, "active", 0.5 / 21),
+    # DeepSeek-R1 (DeepSeek-V3's architecture) README: 671B total, 37B activated
+    ("deepseek-r1.json", 671e9, 0.5 / 671, 37e9, "active", 0.5 / 37),
+    # Kimi K2: 1.04T and 32B; the architecture counts 1.026T (1.3% under, as the catalog entry says)
+    ("kimi-k2-base.json", 1.04e12, 0.02, 32e9, "active", 0.02),
+    # gpt-oss model card Table 1: 116.83B total, 5.13B active (the input embedding not counted)
+    ("gpt-oss-120b.json", 116.83e9, 0.005 / 116.83, 5.13e9, "active", 0.005 / 5.13),
+]
+
+
+@pytest.mark.parametrize("name, total, rel, active, which, arel", MOE_CONFIGS, ids=[r[0] for r in MOE_CONFIGS])
+def test_each_moe_family_gives_its_published_counts(name, total, rel, active, which, arel):
+    counts = param_count(model_entry(CONFIGS / name))
+    assert counts["total"].m == pytest.approx(total, rel=rel)
+    assert counts[which].m == pytest.approx(active, rel=arel)
+
+
+def test_moe_configs_count_as_their_catalog_entries():
+    """The config files and the catalog's sourced entries are the same models, counted the same way."""
+    for name, key in (("deepseek-r1.json", "deepseek-v3"), ("kimi-k2-base.json", "kimi-k2"),
+                      ("gpt-oss-120b.json", "gpt-oss-120b"), ("deepseek-v2.json", "deepseek-v2"),
+                      ("gemma-2-9b.json", "gemma-2-9b"), ("falcon-40b.json", "falcon-40b")):
+        ours, theirs = param_count(model_entry(CONFIGS / name)), param_count(catalog.model(key))
+        assert ours["total"].m == theirs["total"].m and ours["active"].m == theirs["active"].m, name
+
+
+def test_deepseek_routers_differ_by_topk_method():
+    """V3's noaux_tc router carries a bias per routed expert; V2's group_limited_greedy router has none."""
+    v2 = model_entry(CONFIGS / "deepseek-v2.json")
+    v3 = model_entry(CONFIGS / "deepseek-r1.json")
+    assert v2.get("router_bias") is False and v3.get("router_bias") is True
+    assert param_count(v2)["router"].m == 59 * 160 * 5120
+    assert param_count(v3)["router"].m == 58 * 256 * (7168 + 1)
+
+
+def test_deepseek_v2_mla_cache_is_nine_halves_of_a_head_a_layer():
+    """DeepSeek-V2, sec. 2.1: MLA caches (d_c + d_h^R) l elements a token, 9/2 d_h l for d_c = 4 d_h and
+    d_h^R = d_h / 2: (512 + 64) x 60 elements, 69,120 bytes in bf16."""
+    m = model_entry(CONFIGS / "deepseek-v2.json")
+    assert kv_bytes_per_token(m, 2).to("byte/token").m == (512 + 64) * 60 * 2 == 9 / 2 * 128 * 60 * 2
+
+
+def test_qwen_moe_shared_experts_and_dense_layers():
+    """Qwen1.5-MoE: a shared expert of 5,632 is four experts of 1,408, and q, k, v carry biases (qwen2_moe);
+    Qwen3-MoE has no shared expert and no bias. mlp_only_layers and decoder_sparse_step make dense layers."""
+    q15 = model_entry(CONFIGS / "qwen1.5-moe-a2.7b.json")
+    assert int(q15.q("n_shared_experts").m) == 4 and q15.get("qkv_bias") is True
+    q3 = model_entry(CONFIGS / "qwen3-30b-a3b.json")
+    assert int(q3.q("n_shared_experts").m) == 0 and "qkv_bias" not in q3 and int(q3.q("n_dense_layers").m) == 0
+    assert kv_bytes_per_token(q3, 2).to("byte/token").m == 2 * 48 * 4 * 128 * 2
+
+
+@pytest.mark.parametrize("change, dense", [({"mlp_only_layers": [0, 5]}, 2), ({"decoder_sparse_step": 2}, 24),
+                                           ({"decoder_sparse_step": 2, "mlp_only_layers": [1]}, 25)])
+def test_qwen_moe_dense_layers_from_the_config(tmp_path, change, dense):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**json.loads((CONFIGS / "qwen3-30b-a3b.json").read_text()), **change}))
+    assert int(model_entry(path).q("n_dense_layers").m) == dense
+
+
+def test_gpt_oss_experts_are_mxfp4_and_the_rest_bf16():
+    """quantization_config: mxfp4 with attention, router, embedding and head not converted, so only the experts'
+    matrices take 4.25 bits (the model card: 'quantized to 4.25 bits per parameter'); their biases and every
+    other part stay bf16. The checkpoint that gives is 65.2 GB (60.8 GiB), the '65G' a reader sees listed."""
+    from utils.models import weight_bytes_by_part
+    m = model_entry(CONFIGS / "gpt-oss-120b.json")
+    assert m.q("quantized_parts") == "experts" and m.q("quantized_format") == "mxfp4"
+    assert m.q("quantized_bytes_per_param").to("byte/parameter").m == 4.25 / 8
+    parts, counts = weight_bytes_by_part(m, 2), param_count(m)
+    expert_biases = 36 * 128 * (2 * 2880 + 2880)                        # gate_up and down biases, bf16
+    assert parts["experts"].m == (counts["experts"].m - expert_biases) * 4.25 / 8 + expert_biases * 2
+    assert parts["attention"].m == counts["attention"].m * 2 and parts["lm_head"].m == counts["lm_head"].m * 2
+    assert parts["total"].to("GiB").m == pytest.approx(60.8, abs=0.05)
+    assert weight_bytes_by_part(catalog.model("gpt-oss-120b"), 2)["total"].m == parts["total"].m
+    # without a per-part format every part is at the chapter's width
+    assert weight_bytes_by_part(catalog.model("mixtral-8x7b"), 2)["total"].m == 2 * param_count(
+        catalog.model("mixtral-8x7b"))["total"].m
+
+
+def test_block_fp8_quantizes_the_decoder_not_the_embedding_or_head():
+    from utils.models import weight_bytes_by_part
+    m = model_entry(CONFIGS / "deepseek-r1.json")
+    assert m.q("quantized_parts") == "attention,mlp,experts,router"
+    parts, counts = weight_bytes_by_part(m, 2), param_count(m)
+    assert parts["embedding"].m == counts["embedding"].m * 2
+    assert parts["mlp"].m == pytest.approx(counts["mlp"].m * (1 + 4 / 128**2))
+
+
+@pytest.mark.parametrize("q, message", [
+    ([1], "quantization_config must be an object"),
+    ({"quant_method": "mxfp4", "modules_to_not_convert": "lm_head"}, "modules_to_not_convert must be a list"),
+])
+def test_a_bad_quantization_config_is_one_line(tmp_path, q, message):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**LLAMA, "quantization_config": q}))
+    with pytest.raises(CatalogFileError, match=message):
+        model_entry(path)
+
+
+def test_gemma2_reads_its_norms_tied_head_and_alternate_windows():
+    """Gemma 2 report, Table 2: 917,504,000 embedding and 8,324,201,984 non-embedding parameters, exactly;
+    local attention (a 4,096-token window) on every other layer, 21 of 42."""
+    from utils.models import kv_bytes_for_context
+    m = model_entry(CONFIGS / "gemma-2-9b.json")
+    counts = param_count(m)
+    assert counts["embedding"].m == 917_504_000
+    assert counts["total"].m - counts["embedding"].m == 8_324_201_984
+    assert int(m.q("n_sliding_layers").m) == 21 and int(m.q("sliding_window").m) == 4096
+    per_layer = kv_bytes_per_token(m, 2).to("byte/token").m / 42
+    assert kv_bytes_for_context(m, 8192, 2).to("byte").m == per_layer * (21 * 8192 + 21 * 4096)
+
+
+def test_gemma3_pattern_makes_five_local_layers_in_six(tmp_path):
+    cfg = {**json.loads((CONFIGS / "gemma-2-9b.json").read_text()), "model_type": "gemma3_text",
+           "num_hidden_layers": 48, "sliding_window": 1024, "sliding_window_pattern": 6}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    assert int(model_entry(path).q("n_sliding_layers").m) == 40
+
+
+def test_falcon_40b_is_the_new_decoder_architecture():
+    """Falcon-40B: 8 KV heads (num_kv_heads), two LayerNorms a parallel layer; 41.3B counted for the card's 40B."""
+    m = model_entry(CONFIGS / "falcon-40b.json")
+    assert int(m.q("n_kv_heads").m) == 8 and param_count(m)["norms"].m == (60 * 2 + 1) * 2 * 8192
+    assert param_count(m)["total"].m == pytest.approx(41.3e9, rel=0.0005)
+    assert kv_bytes_per_token(m, 2).to("byte/token").m == 2 * 60 * 8 * 64 * 2

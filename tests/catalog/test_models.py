@@ -195,3 +195,36 @@ def test_mistral_keeps_only_its_window():
     per_token = kv_bytes_per_token(m, 2).to("B/token").m
     assert per_token == 2 * 32 * 8 * 128 * 2
     assert kv_bytes_for_context(m, 32768, 2).to("B").m == pytest.approx(4096 * per_token)
+
+
+
+# --- Chinchilla, Gopher, DeepSeek-V2, Gemma 2, Falcon: the rest of the papers readers compare against ---------
+def test_chinchilla_and_gopher_count_their_relative_position_projections():
+    """Gopher (Rae et al. 2021) and Chinchilla (Hoffmann et al. 2022) use Transformer-XL's relative positional
+    encodings: each layer's projection W_R (d_model x heads x head dim) and two biases a head are counted
+    (relative_positions), which gives the papers' 280B and 70B to 0.5%; without them the fields are 7.6% under."""
+    for key, published in (("gopher-280b", 280e9), ("chinchilla-70b", 70e9)):
+        m = catalog.model(key)
+        L, d = int(m.q("n_layers").m), int(m.q("d_model").m)
+        counted = param_count(m)["total"].m
+        assert counted == pytest.approx(published, rel=0.005), key
+        assert counted - L * (d * d + 2 * d) < published * 0.93, key
+        assert m.get("relative_positions") is True
+
+
+def test_deepseek_v2_counts_to_236b_and_21b():
+    c = param_count(catalog.model("deepseek-v2"))
+    assert c["total"].m == pytest.approx(236e9, rel=0.5 / 236)
+    assert c["active"].m == pytest.approx(21e9, rel=0.5 / 21)
+
+
+def test_gemma_2_9b_counts_to_the_parameter():
+    """Gemma 2 report, Table 2: 917,504,000 + 8,324,201,984 = 9,241,705,984 parameters."""
+    m = catalog.model("gemma-2-9b")
+    assert param_count(m)["total"].m == m.q("params_total").m == 9_241_705_984
+
+
+def test_falcon_40b_name_rounds_its_count_down():
+    m = catalog.model("falcon-40b")
+    counted = param_count(m)["total"].m
+    assert counted == pytest.approx(41.30e9, rel=0.0005) and counted / m.q("params_total").m < 1.035

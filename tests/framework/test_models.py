@@ -6,18 +6,27 @@ import pytest
 from utils import catalog
 from utils.models import kv_bytes_per_token, kv_bytes_per_token_mha, param_count, weight_bytes
 from utils.units import Q_, DimensionalityError
+from utils.verdicts import rounds_to
 
 MODELS = catalog.keys("model")
 MOE = [k for k in MODELS if "n_routed_experts" in catalog.model(k)]
 
 
+# Published counts that are a model's name, rounded to its own figures (the catalog's note says so): the count
+# must round to the name, as a claim's number must (utils.verdicts.rounds_to).
+NAMED = {("falcon-40b", "total"): 1}
+
+
 def counted_against_published(key: str, part: str) -> float:
     """The parameter count utils.models computes from the config (`part`: total or active), asserted
-    within 2% of the figure the catalog records as published; returns the count."""
+    within 2% of the figure the catalog records as published (or rounding to a name's figures); returns it."""
     m = catalog.model(key)
     counted = param_count(m)[part].to("parameter").magnitude
     published = m.q(f"params_{part}").to("parameter").magnitude
-    assert counted == pytest.approx(published, rel=0.02), f"{key} {part}: {counted:.4g} vs {published:.4g}"
+    if (key, part) in NAMED:
+        assert rounds_to(counted, published, NAMED[key, part]), f"{key} {part}: {counted:.4g} vs {published:.4g}"
+    else:
+        assert counted == pytest.approx(published, rel=0.02), f"{key} {part}: {counted:.4g} vs {published:.4g}"
     return counted
 
 
@@ -36,7 +45,7 @@ def test_active_matches_the_published_figure(key):
 
 
 def test_moe_models_are_the_expected():
-    assert sorted(MOE) == ["deepseek-v3", "gpt-oss-120b", "kimi-k2", "mixtral-8x7b", "qwen3-235b-a22b"]
+    assert sorted(MOE) == ["deepseek-v2", "deepseek-v3", "gpt-oss-120b", "kimi-k2", "mixtral-8x7b", "qwen3-235b-a22b"]
 
 
 @pytest.mark.parametrize("key,exact", [

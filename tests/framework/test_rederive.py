@@ -75,7 +75,8 @@ def test_html_writes_one_standalone_page(tmp_path):
     (["six-nd", "--set", "n_tokens"], "--set takes name=value"),
     (["six-nd", "--set", "n_tokens=-1e12"], "n_tokens must be > 0"),
     (["six-nd", "--set", "context_tokens=0"], "context_tokens must be a whole number"),
-    (["six-nd", "--set", "n_params=405e9"], "n_params cannot be set"),
+    (["six-nd", "--set", "n_params=405e9", "--set", "model=llama-3-8b"], "not both"),
+    (["six-nd", "--set", "n_layers=0"], "n_layers must be a whole number >= 1"),
     (["six-nd", "--set", "model=llama3"], "did you mean 'llama-3-8b'"),
     (["six-nd", "--set", "model=/no/such/config.json"], "no such file"),
     (["six-nd", "--html", "/no/such/dir/x.html"], "no such folder"),
@@ -129,7 +130,7 @@ def test_list_of_one_chapter_shows_its_parameters_only():
 
 @pytest.mark.parametrize("sets, message", [
     (["n_tokens=1" + "0" * 400], "n_tokens must be at most 1.8e+308 (what a float holds), got an integer of 401 digits"),
-    (["n_tokens=1e308", "model=llama-3-405b"], "six-nd: train_flops comes out inf for these inputs"),
+    (["n_tokens=1e308", "model=llama-3-405b"], "n_tokens must be 0 or between 1e-30 and 1e+30 in size"),
 ])
 @pytest.mark.parametrize("json_flag", [[], ["--json"]])
 def test_numbers_no_float_holds_are_refused_in_one_line(sets, message, json_flag):

@@ -78,3 +78,9 @@ def test_entry_name_drops_the_detail_after_the_comma():
     assert entry_name(catalog.accelerator("gb200")) == "NVIDIA GB200 NVL72"
     assert entry_name(catalog.accelerator("h200")) == catalog.accelerator("h200").short_name
     assert entry_name(catalog.model("kimi-k2")) == "Kimi K2"
+
+
+def test_listing_joins_as_prose_does():
+    from utils.units import listing
+    assert [listing([]), listing(["a"]), listing(["a", "b"]), listing(["a", "b", "c"])] == ["", "a", "a and b",
+                                                                                            "a, b and c"]

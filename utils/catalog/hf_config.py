@@ -14,8 +14,15 @@ The book's model fields (utils/catalog/models.toml) are the config's, renamed; t
              moe_intermediate_size -> moe_d_ff, q_lora_rank, kv_lora_rank, qk_nope_head_dim,
              qk_rope_head_dim, v_head_dim (multi-head latent attention)
     gpt-oss (gpt_oss): Mixtral's expert fields, plus biases everywhere, and a sink logit per head
+    Qwen-MoE's mlp_only_layers and decoder_sparse_step -> n_dense_layers; DeepSeek's topk_method -> router_bias
+             (V3's noaux_tc router carries a bias per expert, V2's group_limited_greedy router none)
     layer_types (any family): its sliding_attention layers -> n_sliding_layers with their sliding_window;
-             Mistral without layer_types: every layer when sliding_window is set; use_sliding_window false: none
+             Mistral without layer_types: every layer when sliding_window is set; use_sliding_window false: none;
+             Gemma 2: alternate layers from the first; Gemma 3's sliding_window_pattern: all but every n-th
+    Gemma 2/3: four RMSNorms a layer (before and after attention and MLP), the head tied to the embedding
+    quantization_config (mxfp4, fp8) -> quantized_parts (the decoder's linear parts modules_to_not_convert does
+             not name), quantized_format and quantized_bytes_per_param, which utils.models.weight_bytes_by_part
+             reads: gpt-oss's experts in MXFP4, the rest in the checkpoint's torch_dtype
     OPT (opt): ffn_dim -> d_ff of a two-matrix ReLU MLP, biases (enable_bias), LayerNorm, a learned position
              table of max_position_embeddings + 2 rows, tied embeddings unless the config says otherwise
     GPT-2, BLOOM, GPT-NeoX, Falcon, Phi: a two-matrix GELU MLP, LayerNorm, and what differs by family --
@@ -31,8 +38,8 @@ Parameter counts are then computed by utils.models from these fields, exactly as
 Every field is checked like a parameter: a count is a whole number >= 1 (>= 0 where zero means none), a
 flag is true or false; a config that lacks a field the counts need, or holds one of the wrong type or
 sign, raises CatalogFileError of one line naming the file and the field. Not counted: Qwen3's per-head
-q/k norms (2 x head_dim per layer) and Qwen2-MoE's shared-expert gate (d_model per layer), a few
-parameters per million.
+q/k norms (2 x head_dim per layer, Gemma 3's too) and Qwen2-MoE's shared-expert gate (d_model per
+layer), a few parameters per million.
 """
 from __future__ import annotations
 
@@ -54,7 +61,25 @@ _ALIASES = {"n_embd": "hidden_size", "n_embed": "hidden_size", "n_layer": "num_h
             "n_positions": "max_position_embeddings"}
 _NAMES = "\0names"                           # the config's own name of each renamed field, for messages
 _CLASSIC = {"gpt2", "bloom", "gpt_neox", "falcon", "phi"}
-_TIED = {"gpt2", "bloom", "falcon", "gemma"}  # families whose LM head is the embedding unless the config says
+_TIED = {"gpt2", "bloom", "falcon", "gemma", "gemma2", "gemma3", "gemma3_text"}  # LM head = embedding unless said
+_GEMMA2 = {"gemma2", "gemma3", "gemma3_text"}  # a norm before and after both attention and MLP: 4 a layer
+# A quantization_config's format: bytes a quantized weight takes (its block scales included), and the parts it
+# quantizes unless modules_to_not_convert names them. MXFP4: 32 four-bit values share one 8-bit scale (4.25
+# bits); block FP8: one byte a weight and a float32 scale per 128 x 128 block. Other methods are not read.
+_FORMATS = {"mxfp4": ("mxfp4", (32 * 4 + 8) / 32 / 8),
+            "fp8": ("fp8 e4m3 (128 x 128 block scales)", 1 + 4 / (128 * 128))}
+_LINEAR = ("attention", "mlp", "experts", "router")  # the decoder's linear parts a quantizer converts
+# a module name in modules_to_not_convert -> the parts it keeps unquantized: the first pattern it holds, so
+# "model.layers.*.mlp.router" keeps the router only; "mlp.gate$" is DeepSeek's and Mixtral's router
+_MODULES = (("self_attn", ("attention",)), ("router", ("router",)), ("mlp.gate$", ("router",)),
+            ("experts", ("experts",)), ("mlp", ("mlp", "experts", "router")))
+
+
+def _kept(name: str) -> tuple[str, ...]:
+    for pattern, parts in _MODULES:
+        if name.endswith(pattern[:-1]) if pattern.endswith("$") else pattern in name:
+            return parts
+    return ()
 
 
 def _canonical(cfg: dict) -> dict:
@@ -134,7 +159,7 @@ def fields(cfg: dict, path: Path) -> dict:
         out["weights_dtype"] = dtype                # the precision the checkpoint is stored in
     elif (cfg.get("quantization_config") or {}).get("quant_method") == "fp8":
         out["weights_dtype"] = "fp8"
-    if kind == "qwen2" or _flag(cfg, "attention_bias", path, False):
+    if kind in ("qwen2", "qwen2_moe") or _flag(cfg, "attention_bias", path, False):
         out["qkv_bias"] = True
     if "kv_lora_rank" in cfg and cfg["kv_lora_rank"]:                    # multi-head latent attention
         for f in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
@@ -147,6 +172,9 @@ def fields(cfg: dict, path: Path) -> dict:
         out["moe_d_ff"] = _need(cfg, "moe_intermediate_size", path, "the expert width")
         out["n_dense_layers"] = _optional(cfg, "first_k_dense_replace", path)
         out["d_ff"] = _need(cfg, "intermediate_size", path, "the dense FFN layers")
+        # DeepSeek-V3's aux-loss-free router carries a bias per expert (topk_method noaux_tc); V2's has none
+        if cfg.get("topk_method") is not None:
+            out["router_bias"] = cfg["topk_method"] == "noaux_tc"
     elif "num_local_experts" in cfg:                                     # Mixtral
         out["n_routed_experts"] = _need(cfg, "num_local_experts", path, "the experts")
         out["n_experts_per_token"] = _need(cfg, "num_experts_per_tok", path, "the active experts")
@@ -160,7 +188,7 @@ def fields(cfg: dict, path: Path) -> dict:
         if shared and shared % out["moe_d_ff"] != 0:
             raise CatalogFileError(f"{path.name}: a shared expert of {shared} is not a whole number of experts")
         out["n_shared_experts"] = shared // out["moe_d_ff"] if shared else 0
-        out["n_dense_layers"], out["router_bias"] = 0, False
+        out["n_dense_layers"], out["router_bias"] = _qwen_dense_layers(cfg, path, out["n_layers"]), False
         out["d_ff"] = _need(cfg, "intermediate_size", path, "the FFN") if cfg.get("intermediate_size") else out["moe_d_ff"]
     elif kind == "opt":                                                   # OPT: a ReLU MLP of ffn_dim
         out["d_ff"] = _need(cfg, "ffn_dim", path, "the FFN")
@@ -176,8 +204,44 @@ def fields(cfg: dict, path: Path) -> dict:
         out["d_ff"] = _need(cfg, "intermediate_size", path, "the FFN")
     if kind == "gpt_oss":   # biases on q, k, v, o, the experts and the router; a sink logit per head
         out.update(qkv_bias=True, o_bias=True, mlp_bias=True, router_bias=True, attention_sinks=True)
+    if kind in _GEMMA2:
+        out["norms_per_layer"] = 4
     out.update(_sliding(cfg, path, kind, out["n_layers"]))
+    out.update(_quantized(cfg, path))
     return out
+
+
+def _qwen_dense_layers(cfg: dict, path: Path, layers: int) -> int:
+    """Qwen-MoE layers with a dense MLP instead of experts: those mlp_only_layers names, and those off the
+    decoder_sparse_step (layer i is MoE when (i + 1) % step == 0). Where they sit changes no count."""
+    only = cfg.get("mlp_only_layers") or []
+    if not isinstance(only, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in only):
+        raise CatalogFileError(f"{path.name}: mlp_only_layers must be a list of layer numbers, got {only!r}")
+    step = _optional(cfg, "decoder_sparse_step", path, 1) or 1
+    return sum(1 for i in range(layers) if i in only or (i + 1) % step != 0)
+
+
+def _quantized(cfg: dict, path: Path) -> dict:
+    """The parts a quantization_config stores in another format, and the bytes a weight takes there:
+    gpt-oss's MXFP4 experts (modules_to_not_convert keeps attention, router, embedding and head in bf16),
+    DeepSeek's block-FP8 decoder. A method the book does not know leaves every part at the chapter's width."""
+    q = cfg.get("quantization_config")
+    if q is None:
+        return {}
+    if not isinstance(q, dict):
+        raise CatalogFileError(f"{path.name}: quantization_config must be an object, got {q!r}")
+    method = _FORMATS.get(str(q.get("quant_method", "")))
+    if method is None:
+        return {}
+    keep = q.get("modules_to_not_convert") or []
+    if not isinstance(keep, list) or not all(isinstance(k, str) for k in keep):
+        raise CatalogFileError(f"{path.name}: modules_to_not_convert must be a list of module names, got {keep!r}")
+    kept = {part for name in keep for part in _kept(name)}
+    parts = [p for p in _LINEAR if p not in kept]
+    if not parts:
+        return {}
+    fmt, width = method
+    return {"quantized_parts": ",".join(parts), "quantized_format": fmt, "quantized_bytes_per_param": width}
 
 
 def _sliding(cfg: dict, path: Path, kind: str, layers: int) -> dict:
@@ -190,7 +254,16 @@ def _sliding(cfg: dict, path: Path, kind: str, layers: int) -> dict:
         raise CatalogFileError(f"{path.name}: layer_types must be a list, got {types!r}")
     if not cfg.get("sliding_window") or not _flag(cfg, "use_sliding_window", path, True):
         return {}
-    n = sum(t == "sliding_attention" for t in types) if types else (layers if kind == "mistral" else 0)
+    pattern = cfg.get("sliding_window_pattern", cfg.get("_sliding_window_pattern"))
+    if types:
+        n = sum(t == "sliding_attention" for t in types)
+    elif pattern is not None:      # Gemma 3: every pattern-th layer global, the rest local
+        n = layers - layers // _need({"sliding_window_pattern": pattern}, "sliding_window_pattern", path,
+                                     "the sliding layers")
+    elif kind == "gemma2":         # Gemma 2 alternates, starting local: layers 0, 2, 4, ...
+        n = (layers + 1) // 2
+    else:
+        n = layers if kind == "mistral" else 0
     if not n:
         return {}
     return {"n_sliding_layers": n, "sliding_window": _need(cfg, "sliding_window", path, "the sliding window")}
@@ -252,6 +325,9 @@ def model_entry(path: Path) -> Entry:
     import math
 
     from utils.models import param_count
+    if path.suffix == ".toml":               # a model spec file in the catalog's schema, not a config.json
+        from utils.catalog.specfile import model_entry as spec_model
+        return spec_model(path)
     cfg = _read(path)
     read = _dt.date.fromtimestamp(path.stat().st_mtime).isoformat()
     src = Source("config-file", f"{path.name} ({path})", path.resolve().as_uri(), read)
@@ -262,6 +338,9 @@ def model_entry(path: Path) -> Entry:
     counts = param_count(Entry("model", str(path), path.stem, values))
     if not all(math.isfinite(float(q.m)) for q in counts.values()):
         raise CatalogFileError(f"{path.name}: its fields give a parameter count no float holds")
+    if "quantized_parts" in values:   # name only the quantized parts the model has (gpt-oss has no dense MLP)
+        held = ",".join(p for p in values["quantized_parts"].q.split(",") if counts[p].m > 0)
+        values["quantized_parts"] = Value("quantized_parts", held, src, "spec", note)
     given = cfg.get("_name_or_path")
     name = given if isinstance(given, str) and given.strip() else \
         f"{cfg.get('model_type') or 'model'} {_size(float(counts['total'].m))}"

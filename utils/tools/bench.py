@@ -5,10 +5,18 @@ chain module, no notebook) and of the same with `--notebook` (papermill runs the
 each, interleaved so a busy machine slows both alike, their ratio, and the fast path's target (one
 second for a closed-form chain, three for a simulation). A benchmark, not a test: it prints and asserts
 nothing. Each run is a fresh process, as a reader's command is.
+
+`--edges` re-derives every chapter at the edges of each numeric parameter's valid range instead (read from the
+parameter's check: a whole number at 1 and a million, ten million for tokens; a fraction at 0.01 and 1; a share at 0
+and 0.99; a positive or non-negative value a thousandth of its default, or 0, and a thousand times it), one parameter
+at a time, and lists each case that is not one of: exit 0 with every result finite and of its default's sign, or
+exit 2 with one line; and each that takes over a second.
 """
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import statistics
 import subprocess
 import sys
@@ -30,14 +38,84 @@ def _time(args: list[str]) -> float:
     return elapsed
 
 
+EDGE_S = 1.0                 # a re-derivation at an edge answers within this, as at the defaults
+EDGE_TIMEOUT_S = 10.0        # a case still running after this is a hang
+
+
+def edges(param) -> list:
+    """The ends of a numeric parameter's valid range, from its check (and its unit, for a token count)."""
+    d, check = param.default, param.check
+    if isinstance(d, bool) or not isinstance(d, (int, float)):
+        return []
+    if check == "whole":
+        top = 10_000_000 if "token" in param.unit else 1_000_000
+        out = [1, top]
+    elif check == "fraction":
+        out = [0.01, 1.0]
+    elif check == "share":
+        out = [0.0, 0.99]
+    elif check == "non_negative":
+        out = [0, d * 1000 if d else 1_000_000]
+    elif check == "positive":
+        out = [d / 1000, d * 1000]
+    else:
+        return []
+    return [type(d)(v) if isinstance(d, int) and float(v) == int(v) else float(v) for v in out]
+
+
+def _edge_case(slug: str, name: str, value, signs: dict) -> str | None:
+    """What is wrong with re-deriving `slug` at name=value, or None."""
+    args = [sys.executable, "-m", "utils.rederive", slug, "--json", "--set", f"{name}={value!r}"]
+    start = time.perf_counter()
+    try:
+        r = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=EDGE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return f"hangs (over {EDGE_TIMEOUT_S:g} s)"
+    took = time.perf_counter() - start
+    slow = f"; took {took:.1f} s" if took > EDGE_S else ""
+    if r.returncode == 2:
+        lines = r.stderr.strip().splitlines()
+        return None if len(lines) == 1 and not slow else f"exit 2 with {len(lines)} lines{slow}"
+    if r.returncode != 0:
+        last = (r.stderr.strip().splitlines() or ["(no output)"])[-1]
+        return f"exit {r.returncode}: {last[:160]}{slow}"
+    results = json.loads(r.stdout)["results"]
+    bad = [k for k, rec in results.items() if not math.isfinite(rec["value"])
+           or (signs.get(k, 0) > 0 and rec["value"] < 0) or (signs.get(k, 0) < 0 and rec["value"] > 0)]
+    if bad:
+        return "wrong sign or not finite: " + ", ".join(f"{k}={results[k]['value']:.3g}" for k in bad[:4]) + slow
+    return slow[2:] or None
+
+
+def edge_sweep(slugs: list[str]) -> int:
+    """Each chapter at each numeric parameter's edges; prints the cases that fail and returns their count."""
+    from utils import chains
+    failures = 0
+    for slug in slugs:
+        signs = {k: (v.m if hasattr(v, "m") else v) for k, v in chains.derive(slug).items()}
+        signs = {k: (v > 0) - (v < 0) for k, v in signs.items()}
+        cases = [(p.name, v) for p in chains.parameters(slug) for v in edges(p)]
+        bad = [(n, v, why) for n, v in cases if (why := _edge_case(slug, n, v, signs))]
+        failures += len(bad)
+        print(f"{slug:<28} {len(cases):>3} cases, {len(bad)} failing", flush=True)
+        for n, v, why in bad:
+            print(f"    {n}={v!r}: {why}", flush=True)
+    print(f"{failures} failing cases")
+    return failures
+
+
 def main(argv: list[str] | None = None) -> int:
     from utils import chains
     parser = argparse.ArgumentParser(prog="python -m utils.tools.bench", description=__doc__.splitlines()[0])
     parser.add_argument("slugs", nargs="*", help="chapters (default: every chapter with a chain module)")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--fast-only", action="store_true", help="time the fast path only (no papermill runs)")
+    parser.add_argument("--edges", action="store_true", help="re-derive at each parameter's edges; list what fails")
     args = parser.parse_args(argv)
     slugs = args.slugs or chains.slugs()
+    if args.edges:
+        edge_sweep(slugs)
+        return 0
     print(f"{'chapter':<28} {'kind':<11} {'fast (s)':>9} {'target':>7} {'--notebook (s)':>15} {'ratio':>7}"
           f"   (median of {args.runs})")
     for slug in slugs:
