@@ -13,7 +13,7 @@ ARGS   ?=
 CHAPTERS := $(sort $(wildcard chapters/*/*.ipynb))
 GENERATED := $(sort $(wildcard book/*.ipynb))
 
-.PHONY: help book book-strict lint test notebooks measure measure-gpu rederive bench lab pdf clean
+.PHONY: help book book-strict lint test notebooks measure measure-gpu rederive bench bench-browser lab pdf clean
 
 help:
 	@echo "make book        build the website into _build/html (renders committed outputs)"
@@ -22,7 +22,8 @@ help:
 	@echo "make measure     run the GPU measurements and write records (needs a CUDA GPU)"
 	@echo "make rederive ARGS='six-nd --set model=llama-3-405b'   re-derive a chapter"
 	@echo "make bench       time every chapter's re-derivation: fast path against --notebook"
-	@echo "make lab         open the chapters in JupyterLab"
+	@echo "make bench-browser  time the re-derive panel's runtime in headless Chromium"
+	@echo "make lab         open the chapters in JupyterLab (copies in _build/lab; the prose follows each run)"
 	@echo "make pdf         the whole book as one PDF (_build/book.pdf), offline, with Chromium"
 
 $(VENV)/.book: pyproject.toml
@@ -35,12 +36,22 @@ $(VENV)/.test: $(VENV)/.book
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $@
 
+# The re-derive panels' runtime, after the pages: `npm ci` installs the Pyodide core package-lock.json pins,
+# and utils/tools/browser_bundle.py copies it, pint's pinned wheels and the book's Python into _static/rederive,
+# with the bytecode of what every first use loads, compiled by Pyodide's own interpreter under node (npm's node).
+# Without npm (or the registry) it says so in one line and the pages keep their static numbers.
+RUNTIME = if ! command -v npm >/dev/null; then echo "npm is not installed: the pages keep their static numbers"; \
+	elif ! npm ci --no-audit --no-fund --loglevel=error; then echo "npm ci failed: the pages keep their static numbers"; fi; \
+	$(PY) -m utils.tools.browser_bundle
+
 book: $(VENV)/.book
 	$(JB) build . --builder html
+	@$(RUNTIME)
 
 # Warnings are errors: a broken reference, a missing glue key or a bad toc entry fails the build.
 book-strict: $(VENV)/.book
 	$(JB) build . --builder html -W -n --keep-going
+	@$(RUNTIME)
 
 # `make lab` and `make pdf` each add only their own extra to the book's venv: no torch, no triton.
 $(VENV)/.lab: $(VENV)/.book
@@ -84,9 +95,15 @@ rederive: $(VENV)/.book
 bench: $(VENV)/.test
 	$(PY) -m utils.tools.bench $(ARGS)
 
-# JupyterLab refuses to run as root unless told; a container's root user is told.
+# A benchmark, not a test: the re-derive panel's runtime in headless Chromium (first use, one re-derivation, bytes).
+bench-browser: $(VENV)/.test
+	$(PY) -m utils.tools.bench_browser $(ARGS)
+
+# JupyterLab opens copies of the chapters whose prose shows each run's numbers (utils/tools/lab.py); a reader's
+# edits stay in _build/lab. It refuses to run as root unless told; a container's root user is told.
 lab: $(VENV)/.lab
-	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root,) --notebook-dir=. chapters
+	$(PY) -m utils.tools.lab
+	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root,) --notebook-dir=_build/lab
 
 pdf: $(VENV)/.pdf
 	$(JB) build . --builder singlehtml

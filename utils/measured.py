@@ -22,12 +22,20 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from utils.gpu import harness as _measure
 from utils.units import Q_, fmt, pct
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDS = ROOT / "book" / "measurements"
 LIVE_MODE = "quick"          # sizes of a live re-measurement (the tests set "tiny")
+
+
+def _harness():
+    """The GPU side's harness (record schema, GPU slugs, the registry), imported where a record is read or a
+    measurement named: a chain that reads records with none present, as a page's browser runtime does, never
+    loads the GPU side."""
+    from utils.gpu import harness
+    return harness
+
 
 # (measurement, metric) -> the catalog value that is its datasheet figure. Metrics not here have none.
 _DATASHEET = {
@@ -60,7 +68,7 @@ def records(name: str | None = None, gpu: str | None = None, *, directory: Path 
             rec = json.loads(path.read_text())
         except json.JSONDecodeError as e:
             raise ValueError(f"{path.name} is not JSON: {e}") from None
-        errs = _measure.errors(rec)
+        errs = _harness().errors(rec)
         if errs:
             raise ValueError(f"{path.name} is not a valid measurement record: {'; '.join(errs)}")
         if rec["method"]["timer"] == "fake":
@@ -88,7 +96,7 @@ def latest(name: str, gpu: str | None = None, *, directory: Path | str | None = 
 
 def gpu_matches(record: dict, gpu: str) -> bool:
     p = record["provenance"]
-    want = _measure.slug(gpu)
+    want = _harness().slug(gpu)
     return want in p["gpu_slug"] or gpu.lower() == p["gpu"].lower() or catalog_key(p["gpu"]) == gpu
 
 
@@ -142,7 +150,7 @@ def catalog_key(gpu_name: str) -> str | None:
         keys = catalog.keys("accelerator")
     except Exception:  # noqa: BLE001 - no catalog, no datasheet figure
         return None
-    tokens = set(_measure.slug(gpu_name).split("-"))
+    tokens = set(_harness().slug(gpu_name).split("-"))
     form = "pcie" if "pcie" in tokens else "nvl" if "nvl" in tokens else None
     family = [k for k in keys if k.split("-")[0] in tokens]
     if form:
@@ -209,7 +217,7 @@ def provenance_line(record: dict) -> str:
               if state.get("sm_clock_mhz") is not None and state.get("temperature_c") is not None else "")
     return (f"Measured on {p['gpu']} (driver {p['driver']}, CUDA {p['cuda']}, torch {p['torch']}, "
             f"triton {p['triton']}{clocks}) on {p['date'][:10]}, commit {commit}{dirty}{mode}; record "
-            f"{record.get('_file', _measure.record_filename(record))}")
+            f"{record.get('_file', _harness().record_filename(record))}")
 
 
 def _how(record: dict, key: str) -> str:
@@ -293,10 +301,10 @@ def compare(name: str, predicted=None, *, metric: str | None = None, label: str 
     live: re-measure now where a CUDA GPU is present (quick sizes; shown beside the record, never
     written); without one, say so.
     """
-    if name not in _measure.REGISTRY:
-        raise KeyError(f"unknown measurement {name!r}; valid: {', '.join(_measure.REGISTRY)}")
+    if name not in _harness().REGISTRY:
+        raise KeyError(f"unknown measurement {name!r}; valid: {', '.join(_harness().REGISTRY)}")
     rec = latest(name, gpu, directory=directory)
-    key = metric or (rec["headline"] if rec else _measure.REGISTRY[name].headline)
+    key = metric or (rec["headline"] if rec else _harness().REGISTRY[name].headline)
     measured = metric_of(rec, key) if rec else None
     sheet = datasheet(name, key, rec["provenance"]["gpu"]) if rec else (
         datasheet(name, key, gpu) if gpu else None)
@@ -325,7 +333,7 @@ def _live(name: str, key: str) -> str:
     ok, why = _gpu_available()
     if not ok:
         return f"not re-measured: no GPU is present here ({why})"
-    rec = _measure.live(name, mode=LIVE_MODE)
+    rec = _harness().live(name, mode=LIVE_MODE)
     q = metric_of(rec, key)
     return f"{show(q)} now on {rec['provenance']['gpu']} ({LIVE_MODE} sizes; {_how(rec, key)})"
 
