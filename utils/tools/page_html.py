@@ -4,6 +4,7 @@ The executed notebook (papermill, with the reader's parameters) is rendered with
 through markdown-it, every {glue:text} role replaced by the text the run glued, cross-references and
 citations as plain text, answer dropdowns as <details>, cells tagged remove-cell/remove-input/
 hide-input honoured, figures inlined as PNG, and MathJax's SVG build inlined, so the file opens offline.
+The same prose renderer (prose_html) shows the paragraphs of the copies `make lab` opens (utils/tools/lab.py).
 """
 from __future__ import annotations
 
@@ -52,13 +53,25 @@ def _heading(label: str, labels: dict) -> str:
     return labels.get(label, label)
 
 
-def _markdown(md: MarkdownIt, text: str, glue: dict, labels: dict) -> str:
-    text = GLUE.sub(lambda m: glue.get(m.group(1).strip(), m.group(0)), text)
+def resolve_roles(text: str, labels: dict) -> str:
+    """MyST's cross-references, terms, citations and labels as the plain text the page shows (glue untouched)."""
     text = ROLE.sub(lambda m: _heading(m.group(2).strip(), labels) if m.group(1) != "term" and not m.group(3)
                     else m.group(2).strip(), text)
     text = CITE.sub(lambda m: f"[{m.group(1)}]", text)
-    text = LABEL.sub("", text)
-    text, math = _protect_math(text)
+    return LABEL.sub("", text)
+
+
+def labels_of(nb) -> dict:
+    """A notebook's own labels and the headings they stand above."""
+    return dict(HEADED.findall("\n".join(c.source for c in nb.cells if c.cell_type == "markdown")))
+
+
+def prose_html(text: str, glue: dict, labels: dict, md: MarkdownIt | None = None) -> str:
+    """A markdown cell as HTML: each {glue:text} role replaced by its text in `glue`, roles resolved, answers
+    folded, math left for MathJax."""
+    md = md or MarkdownIt("commonmark", {"html": True}).enable("table")
+    text = GLUE.sub(lambda m: glue.get(m.group(1).strip(), m.group(0)), text)
+    text, math = _protect_math(resolve_roles(text, labels))
     parts, last = [], 0
     for m in ADMONITION.finditer(text):       # answers stay hidden until opened, as on the site
         parts.append(md.render(text[last:m.start()]))
@@ -79,7 +92,7 @@ def _outputs(md: MarkdownIt, cell, glue: dict, labels: dict) -> str:
         elif "image/png" in data:
             out.append(f'<img alt="figure" src="data:image/png;base64,{data["image/png"]}">')
         elif "text/markdown" in data:
-            out.append(_markdown(md, data["text/markdown"], glue, labels))
+            out.append(prose_html(data["text/markdown"], glue, labels, md))
         elif "text/html" in data:
             out.append(data["text/html"])
         elif "text/plain" in data and not any(k.startswith("application/") for k in data):
@@ -91,14 +104,14 @@ def render(nb, title: str, note: str) -> str:
     import sysconfig
     md = MarkdownIt("commonmark", {"html": True}).enable("table")
     glue = glue_texts(nb)
-    labels = dict(HEADED.findall("\n".join(c.source for c in nb.cells if c.cell_type == "markdown")))
+    labels = labels_of(nb)
     body = [f'<p class="note">{html.escape(note)}</p>']
     for cell in nb.cells:
         tags = set(cell.get("metadata", {}).get("tags", []))
         if "remove-cell" in tags:
             continue
         if cell.cell_type == "markdown":
-            body.append(_markdown(md, cell.source, glue, labels))
+            body.append(prose_html(cell.source, glue, labels, md))
             continue
         if "remove-input" not in tags and "hide-input" not in tags:
             body.append(f"<pre class='input'>{html.escape(cell.source)}</pre>")
