@@ -189,6 +189,20 @@ def test_claims_verdicts():
     assert rate.verdict == UNCHECKABLE          # no rates or targets named: the book's own scenario
 
 
+def test_a_scenario_where_a_count_does_as_well_still_refutes_nothing(monkeypatch):
+    """The source names no rates: a scenario of the book's where some k meets both targets is that scenario's
+    answer, so the verdict stays 'cannot be checked' and the reason says a count does as well."""
+    from utils.chain import clear_memoised
+    monkeypatch.setattr(chapter, "claim_inputs", lambda: chapter.SPEC.check(healthy_error=0.001, degraded_error=0.9))
+    clear_memoised()
+    try:
+        assert chapter.k_bounds(chapter.checks()["chain"].data["nums"])["both"]
+        _, rate = chapter.claims()
+        assert rate.verdict == UNCHECKABLE and not rate.nearest_true and "a count does as well" in rate.reason
+    finally:
+        clear_memoised()
+
+
 def test_the_rate_rule_opens_in_time_with_no_false_trip_on_every_seed():
     ck = chapter.checks()
     assert len(ck["opened"]) == len(chapter.SEEDS) >= 5

@@ -35,6 +35,23 @@ def test_cheaper_holds_only_for_generated_tokens_at_small_batch_or_long_context(
     assert {c.name: c for c in cost.claims()}["cheaper"].verdict == UNCHECKABLE   # no batch or context given
 
 
+def test_at_the_books_context_the_training_token_is_cheaper_at_every_batch_that_fits():
+    """The weights-alone break-even (batch 45) is the zero-context case. At 8,192 tokens of Llama-3-70B's cache
+    (2.68 GB a sequence) one 8-GPU node holds (8 x 80 x 0.9 - 140) / 2.68 = 162 sequences, and a generated
+    token would cost a training token only at 140 GB / (0.866 x 3.35 TB/s x 1.06 ms - 2.68 GB) = 355."""
+    ck = cost.checks()
+    fit, cc = ck["fit"], ck["cc"]
+    seq = 8192 * cost.claim_chain()["kappa"].to("byte/token").m / 1e9
+    assert fit["seq_gb"] == pytest.approx(seq) and fit["fit"] == int((8 * 80 * 0.9 - 140) // seq)
+    budget = 0.866 * 3.35e12 * 6 * 70e9 / (0.4 * 989.4e12) / 1e9
+    assert fit["even"] == pytest.approx(140 / (budget - seq), rel=1e-6)
+    assert cc["B_x"].m < fit["fit"] < fit["even"] and fit["cheaper_everywhere"]
+    reason = {c.name: c for c in cost.claims()}["cheaper"].reason
+    assert f"holds {fit['fit']:,} sequences" in reason and "at every batch that fits" in reason
+    # at a batch that fits the chain agrees: the generated token costs more than the training token
+    assert cost.claim_chain(decode_batch=fit["fit"])["rho"].m > 1
+
+
 def test_llama3_model_card_route():
     ck = cost.checks()   # 6.4M GPU-hours for 70B on 15T tokens: about 28% MFU over the whole run
     assert ck["card_mfu"] == pytest.approx(6 * 70e9 * 15e12 / (6.4e6 * 3600 * 989.4e12), rel=1e-9)
@@ -53,8 +70,8 @@ def test_the_kv_bytes_follow_the_model():
 
 
 @pytest.mark.parametrize("values, message", [
-    ({"n_params": 70e9}, "n_params cannot be set"),
-    ({"kv_bytes_per_token": 327680.0}, "kv_bytes_per_token cannot be set"),
+    ({"n_params": 70e9, "model": "llama-3-8b"}, "not both"),
+    ({"kv_bytes_per_token": 327680.0, "model": "llama-3-8b"}, "not both"),
     ({"mfu": 0.0}, "mfu must be a fraction"),
     ({"rent_usd_per_gpu_hour": -1.0}, "rent_usd_per_gpu_hour must be > 0"),
     ({"decode_batch": 0}, "decode_batch must be a whole number"),

@@ -44,8 +44,8 @@ def test_published_pipeline():
 def test_a_two_byte_id_is_refused_for_llama_3_and_allowed_for_a_small_vocabulary():
     with pytest.raises(ParameterError, match="bytes_per_token_id"):
         chains.derive("data-pipeline-15t", bytes_per_token_id=2.0)
-    with pytest.raises(ParameterError, match="vocab_size cannot be set"):
-        chains.derive("data-pipeline-15t", vocab_size=32000)
+    with pytest.raises(ParameterError, match="not both"):
+        chains.derive("data-pipeline-15t", model="llama-3-8b", vocab_size=32000)
 
 
 @pytest.mark.parametrize("name, value", [("keep_extract", 0.0), ("keep_dedup", 1.5), ("days", 0.0),

@@ -70,7 +70,7 @@ def test_more_gpus_less_memory_per_gpu():
     assert chains.derive(SLUG, n_gpus=128)["memory_per_gpu"].m < chains.derive(SLUG)["memory_per_gpu"].m
 
 
-@pytest.mark.parametrize("kw,name", [(dict(n_params=7e9), "n_params"), (dict(zero_stage=4), "zero_stage"),
+@pytest.mark.parametrize("kw,name", [(dict(n_params=-7e9), "n_params"), (dict(zero_stage=4), "zero_stage"),
                                      (dict(mfu=1.5), "mfu"), (dict(n_gpus=0), "n_gpus"),
                                      (dict(recompute="some"), "recompute"), (dict(link_efficiency=0), "link_efficiency")])
 def test_bad_inputs_are_refused(kw, name):

@@ -5,16 +5,21 @@ from utils import chains
 from utils.chains import frontier_run_400b as frontier
 from utils.params import ParameterError
 from utils.units import q
-from utils.verdicts import HOLDS, UNCHECKABLE, rounds_to
+from utils.verdicts import READING, UNCHECKABLE, rounds_to
 
 
-def test_compute_and_days_hold_at_the_sources_mfu():
+def test_compute_and_days_hold_under_the_reading_of_the_sources_fleet_mfu():
     judged = {c.name: c for c in frontier.claims()}
-    assert judged["frontier-run"].verdict == HOLDS
+    c = judged["frontier-run"]
+    assert c.verdict == READING and not c.problems()        # the paragraph names no MFU: the days need a reading
+    assert frontier.DAYS_WORDS in frontier.QUOTE and f'"{frontier.DAYS_WORDS}"' in c.reading
+    assert "40% MFU" in c.reading and "17.1 d" in c.reason  # the reading named; read as the peak, 17.1 days
     ch = frontier.checks()["chain"]
     assert ch["C"].to("FLOP").m == pytest.approx(2.4e25, rel=1e-12)
     assert ch["T"].to("day").m == pytest.approx(2.4e25 / (16384 * 989.4e12 * 0.4) / 86400, rel=1e-9)
     assert round(ch["T"].to("day").m) == 43
+    peak = (ch["C"] / (ch["N_run"] * ch["R"])).to("day").m
+    assert peak == pytest.approx(2.4e25 / (16384 * 989.4e12) / 86400) and not rounds_to(peak, 43.0, 2)
 
 
 def test_about_380_interruptions_rests_on_a_rate_the_source_never_gives():

@@ -37,6 +37,20 @@ def test_coarser_rules_bill_more_on_every_seed_of_the_mix():
         assert mk["hour"][0] <= d["rounding_markup"].m <= mk["hour"][1]
 
 
+def test_the_drift_stays_under_half_an_ulp_of_the_total_a_record_and_follows_no_square_law():
+    """|float64 sum - exact| <= n x (ulp(total) + ulp(charge)) / 2, the bound that doubles at each binade; the drift
+    itself lands anywhere under it, so scaling the stated fleet's drift by the square of the records misses."""
+    import math
+    ck = chapter.checks()
+    for r in (ck["base"], ck["big"]):
+        assert abs(r["e64"]) <= r["bound64"] == r["n"] * (math.ulp(r["s64"]) + math.ulp(r["c"])) / 2
+    squared = abs(ck["base"]["e64"]) * (ck["big"]["n"] / ck["base"]["n"]) ** 2
+    assert not 0.5 < squared / abs(ck["big"]["e64"]) < 2                    # about 217 USD against 1,517 USD
+    curve = chapter.drift_curve(chapter.CLAIM["price"], 30.0, [512, 1024])
+    assert curve["e64"][0] > curve["e64"][1] and curve["bound"][0] < curve["bound"][1]   # not even monotonic
+    assert "square" not in chains.claims(SLUG)[0].reading
+
+
 def test_property_more_gpus_more_drift():
     small = chains.derive(SLUG, fleet_gpus=64)["float64_drift"].m
     big = chains.derive(SLUG, fleet_gpus=8192)["float64_drift"].m

@@ -47,7 +47,7 @@ def test_memory_readings_all_keep_memory_first():
     (dict(gpu="h100"), "gpu"),
     (dict(memory_reading="label"), "memory_reading"),
     (dict(tokens_per_second_per_user=1000.0), "tokens_per_second_per_user"),
-    (dict(n_params=70e9), "n_params cannot be set"),
+    (dict(n_params=70e9, model="llama-3-8b"), "not both"),
 ])
 def test_bad_inputs_are_refused(bad, match):
     with pytest.raises(ParameterError, match=match):

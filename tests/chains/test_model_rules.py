@@ -17,7 +17,8 @@ from utils import chains
 ROOT = Path(__file__).resolve().parents[2]
 PEAK = re.compile(r'"(bf16_dense|fp8_dense|fp16_dense|tf32_dense|hbm_bandwidth)"|roofline\.chip\(|\bchip\(')
 SHARE = re.compile(r"fraction|mfu|efficiency|utili[sz]ation|achieved|share")
-# Chapters that read a peak and derive no rate a fleet runs at: the roof is what they are about.
+# Chapters that read a peak and derive no rate a fleet runs at from it: the roof is what they are about, or the
+# rate is a side figure taken at the catalog's achieved share.
 AT_THE_ROOF = {
     "memory-wall": "compares the datasheets' own ratios (bytes per FLOP) across generations; derives no rate",
     "occupancy": "a kernel's bytes in flight against the roof it needs to reach (Little's law); the measured "
@@ -32,6 +33,8 @@ AT_THE_ROOF = {
     "kernel-fusion": "bytes moved fused and unfused; the time at the roof is the bound fusion changes",
     "gemm-tiling": "a tile's arithmetic intensity against the ridge: the ridge is the point",
     "data-pipeline-15t": "the GPUs' consumption rate is the bill-of-materials chapter's, at its claim's MFU",
+    "peak-vs-average": "its results are a load curve's GPU-hours; a replica's decode step, a side check on the "
+                       "page, runs at the catalog's achieved share of HBM bandwidth (utils.roofline.FRACTIONS)",
 }
 
 

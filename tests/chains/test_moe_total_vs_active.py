@@ -2,10 +2,11 @@
 import pytest
 
 from utils import chains
+from utils.chain import as_float
 from utils.chains import moe_total_vs_active as tva
 from utils.params import ParameterError
 from utils.serving import moe
-from utils.verdicts import HOLDS
+from utils.verdicts import HOLDS, rounds_to
 
 SLUG = "moe-total-vs-active"
 
@@ -51,8 +52,8 @@ def test_bad_inputs_are_refused_with_the_name(bad):
 
 @pytest.mark.parametrize("name", sorted(tva.REFUSED))
 def test_loose_architecture_overrides_are_refused(name):
-    with pytest.raises(ParameterError, match=f"{name} cannot be set"):
-        chains.derive(SLUG, **{name: 1.0})
+    with pytest.raises(ParameterError, match="not both"):
+        chains.derive(SLUG, model="llama-3-8b", **{name: 1.0})
 
 
 def test_properties():
@@ -72,3 +73,33 @@ def test_h800_nvlink_comes_from_the_catalog():
     from utils import catalog
     v = catalog.interconnect("h800-nvlink")["bandwidth"]
     assert tva.H800_NVLINK == v.q and v.q.to("GB/s").m == 160 and "160 GB/s" in v.note
+
+
+def test_the_all_to_all_runs_at_the_measured_share_of_each_link():
+    """Every all-to-all time divides by the link's peak times the measured share of a pairwise copy (396.40 of
+    450 GB/s on NVLink 4), not by the peak; the share is a parameter and the time scales inversely with it."""
+    assert rounds_to(tva.LINK_FRACTION, tva.SPEC.defaults()["link_fraction"], 2)
+    ch = tva.page_chain(tva.SPEC.check())
+    assert as_float(ch["B_nv"] / ch["BW_nv"]) == pytest.approx(0.88) == as_float(ch["B_x"] / ch["BW_x"])
+    at_peak = tva.page_chain(tva.SPEC.check(link_fraction=1.0))
+    assert as_float(at_peak["t_a"] / ch["t_a"]) == pytest.approx(0.88, rel=1e-12)
+    assert as_float(at_peak["t_ib"] / ch["t_ib"]) == pytest.approx(0.88, rel=1e-12)
+
+
+def test_inputs_cite_their_parameters_at_the_defaults():
+    """A parameter's row shows the parameter's own source while it holds its default, "parameters cell" once changed."""
+    def sources(**changes):
+        return {r.name: r.source for r in tva.compute(tva.SPEC.check(**changes)).rows}
+    own = {p.name: p.source for p in tva.PARAMETERS}
+    at_default = sources()
+    assert (at_default["u"], at_default["n"], at_default["eta_l"]) == (own["mfu"], own["n_gpus_ep"], own["link_fraction"])
+    changed = sources(mfu=0.3, link_fraction=0.5)
+    assert changed["u"] == changed["eta_l"] == "parameters cell" and changed["n"] == own["n_gpus_ep"]
+
+
+def test_compute_is_the_page_chain_up_to_the_step():
+    """compute() (closed form: what a re-derivation needs) is the page's chain without the step's rows, row for row."""
+    p = tva.SPEC.check()
+    short, full = tva.compute(p), tva.page_chain(p)
+    assert [r.name for r in full.rows[:len(short.rows)]] == [r.name for r in short.rows]
+    assert all(full[r.name] == short[r.name] for r in short.rows) and "rho" in full.rows[len(short.rows)].name

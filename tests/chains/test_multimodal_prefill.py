@@ -54,5 +54,5 @@ def test_bad_inputs_are_refused_naming_the_parameter(bad, name):
 
 
 def test_a_loose_architecture_override_is_refused():
-    with pytest.raises(ParameterError, match="n_params cannot be set"):
-        chains.derive("multimodal-prefill", n_params=7e9)
+    with pytest.raises(ParameterError, match="not both"):
+        chains.derive("multimodal-prefill", model="llama-3-8b", n_params=7e9)

@@ -50,8 +50,8 @@ def test_bad_inputs_are_refused_by_name(name, value):
 
 
 def test_n_params_is_refused():
-    with pytest.raises(ParameterError, match="n_params cannot be set"):
-        chains.derive("observability-budget", n_params=1e9)
+    with pytest.raises(ParameterError, match="not both"):
+        chains.derive("observability-budget", model="llama-3-8b", n_params=1e9)
 
 
 def test_properties():

@@ -4,12 +4,15 @@ import pytest
 from utils import chains
 from utils.chains import peak_vs_average as pva
 from utils.params import ParameterError
-from utils.verdicts import READING
+from utils.verdicts import UNCHECKABLE
 
 
-def test_claim_a_fleet_for_a_3x_peak_averages_a_third():
+def test_claim_cannot_be_checked_its_third_is_the_ratio_by_definition():
+    """One over the peak-to-mean ratio is the ratio restated (a residual by construction), and "average sets the
+    bill" is false of the static fleet the sentence sizes: cannot be checked, with the book's figures shown."""
     (c,) = pva.claims()
-    assert c.verdict == READING and c.reading
+    assert c.verdict == UNCHECKABLE and not c.reading and not c.nearest_true
+    assert '"average sets the bill"' in c.reason and "by the definition" in c.reason
     ck = pva.checks()
     assert ck["cc"]["u_0"].m == pytest.approx(1 / 3, abs=1e-12)
     assert ck["whole"]["u"].m == pytest.approx(1 / 3, abs=1e-12)

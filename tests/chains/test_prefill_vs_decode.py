@@ -64,7 +64,7 @@ def test_moe_reads_few_experts_at_one_token():
     (dict(model="llama-3-405b", gpus_per_replica=1), "more than 1 x"),
     (dict(prompt_tokens=0), "prompt_tokens"),
     (dict(gpu="x100"), "gpu"),
-    (dict(n_params=1e9), "cannot be set"),
+    (dict(n_params=1e9, model="llama-3-8b"), "not both"),
     (dict(compute_fraction=1.5), "compute_fraction"),
     (dict(bandwidth_fraction=0.0), "bandwidth_fraction"),
 ])

@@ -53,7 +53,7 @@ def test_throughput_runs_at_the_achieved_shares_not_the_peak():
     (dict(tokens_per_second_per_user=500.0), "tokens_per_second_per_user"),
     (dict(headroom=-0.1), "headroom"),
     (dict(users=0), "users"),
-    (dict(n_layers=80), "cannot be set"),
+    (dict(n_layers=80, model="llama-3-8b"), "not both"),
 ])
 def test_bad_inputs_are_refused(bad, match):
     with pytest.raises(ParameterError, match=match):

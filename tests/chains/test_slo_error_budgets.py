@@ -40,7 +40,7 @@ def test_a_full_outage_of_logs_is_most_of_the_month():
     assert r["detection_minutes"].m < 1
 
 
-@pytest.mark.parametrize("name,value", [("objective", 1.0), ("objective", -0.1), ("incident_bad_share", 0.001),
+@pytest.mark.parametrize("name,value", [("objective", 1.0), ("objective", -0.1), ("incident_bad_share", 0.0005),
                                         ("baseline_bad_share", 0.02), ("period_days", 0.0),
                                         ("rollback_minutes", 0.0), ("ttft_percentile", 1.0)])
 def test_bad_inputs_are_refused_by_name(name, value):
@@ -58,3 +58,28 @@ def test_properties():
     assert bigger["budget_share_at_page"].m == pytest.approx(base["budget_share_at_page"].m)
     slower = chains.derive("slo-error-budgets", ack_minutes=15.0)
     assert slower["detection_gap"].m == pytest.approx(base["detection_gap"].m + 10)
+
+
+# The SRE workbook, ch. 5 "Alerting on SLOs", Table 5-4 "Burn rates and time to complete budget exhaustion"
+# (https://sre.google/workbook/alerting-on-slos/, read 2026-12-01): a 99.9% objective over 30 days.
+WORKBOOK_5_4 = [(0.001, 1, 30 * 24), (0.002, 2, 15 * 24), (0.01, 10, 3 * 24), (1.0, 1000, 43 / 60)]
+
+
+@pytest.mark.parametrize("error_rate, burn, hours", WORKBOOK_5_4)
+def test_the_workbooks_burn_rate_table_and_the_alert_that_fires(error_rate, burn, hours):
+    """Every error rate of the table is answered, the ones the one-hour page misses too; the alert that fires first is
+    the hour's page at 14.4x, the six hours' at 6x or the three days' ticket at 1x."""
+    r = chains.derive("slo-error-budgets", incident_bad_share=error_rate, baseline_bad_share=0.0)
+    assert r["incident_burn_rate"].m == pytest.approx(burn)
+    assert r["exhaustion_time"].to("hour").m == pytest.approx(hours, rel=0.005)   # 43.2 min, printed 43
+    expected = 14.4 if burn >= 14.4 else 6 if burn >= 6 else 1
+    assert r["fast_burn_threshold"].m == pytest.approx(expected)
+    window_min = {14.4: 60, 6: 360, 1: 4320}[expected]
+    assert r["detection_minutes"].m == pytest.approx(window_min * expected * 0.001 / error_rate)
+    rows = chapter.alert_rows()
+    assert [row[0] for row in rows] == ["0.1%", "0.2%", "1%", "100%"] and rows[0][3].startswith("ticket")
+
+
+def test_an_incident_no_alert_catches_is_refused_with_its_burn_and_exhaustion():
+    with pytest.raises(ParameterError, match=r"burns the budget at 0.5x \(spent in 60 days"):
+        chains.derive("slo-error-budgets", incident_bad_share=0.0005, baseline_bad_share=0.0)

@@ -52,7 +52,7 @@ def test_higher_mfu_shorter_prediction_and_deeper_pipeline_bigger_bubble():
 
 @pytest.mark.parametrize("name, value, match", [("mfu", 1.5, "mfu"), ("measured_step_s", -1.0, "measured_step_s"),
                                                 ("gpu", "h900", "h900"), ("pp", 3, "pp"),
-                                                ("n_params", 70e9, "n_params")])
+                                                ("n_layers", 0, "n_layers")])
 def test_bad_inputs_are_refused(name, value, match):
     with pytest.raises(ParameterError, match=match):
         chains.derive("step-time-budget", **{name: value})

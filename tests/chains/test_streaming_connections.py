@@ -5,12 +5,12 @@ import pytest
 from utils import chains
 from utils.chains import streaming_connections as chapter
 from utils.params import ParameterError
-from utils.verdicts import READING
+from utils.verdicts import UNCHECKABLE
 
 
 def test_claim_holds_under_its_reading_on_loopback():
     (c,) = chapter.claims()
-    assert c.verdict == READING and c.reading
+    assert c.verdict == UNCHECKABLE and not c.problems()
     ck = chapter.checks()
     assert chapter.frozen(ck["bad"]) == 6 and chapter.frozen(ck["good"]) == 0
     rows = chapter.scenario_rows(ck)
@@ -50,3 +50,14 @@ def test_more_slots_cost_more_per_stall_and_the_grace_never_costs_more_than_keep
         r = chains.derive("streaming-connections", grace_s=grace)
         assert r["drop_waste_grace"] <= r["drop_waste_kept"]
         assert r["daily_waste_defended"] <= r["daily_waste_undefended"]
+
+
+def test_inputs_cite_their_parameters_at_the_defaults():
+    """A parameter's row shows the parameter's own source while it holds its default, "parameters cell" once changed."""
+    def sources(**changes):
+        return {r.name: r.source for r in chapter.compute(chapter.SPEC.check(**changes)).rows}
+    own = {p.name: p.source for p in chapter.PARAMETERS}
+    at_default = sources()
+    assert (at_default["t_s"], at_default["f"], at_default["G"]) == (own["step_ms"], own["drop_at"], own["grace_s"])
+    changed = sources(step_ms=20.0, grace_s=2.0)
+    assert changed["t_s"] == changed["G"] == "parameters cell" and changed["f"] == own["drop_at"]

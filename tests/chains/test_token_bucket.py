@@ -157,10 +157,12 @@ def test_a_request_larger_than_the_capacity_is_refused_outright():
 
 # --- the chapter's chain (utils/chains/token_bucket.py) --------------------------------------------
 
-def test_chapter_claim_holds_with_each_part_reproduced():
+def test_chapter_claim_holds_with_each_part_reproduced_and_usual_is_judged_apart():
     from utils.chains import token_bucket as chapter
-    (c,) = chapter.claims()
-    assert c.verdict == "holds"
+    c, usual = chapter.claims()
+    assert c.verdict == "holds" and "usual" not in c.claimed
+    # how often the conflation is the bug: the source counts nothing, so its own claim, never judged by the runs
+    assert usual.verdict == "cannot be checked" and usual.quote in chapter.QUOTE and "usual" in usual.quote
     ck = chapter.checks()
     assert ck["mono"] == ck["bound"] == 150 and ck["conflated"] == 110
     assert ck["forward"] > ck["bound"] and ck["backward_unguarded"] < ck["mono"] and ck["concurrent"] == 50

@@ -1,4 +1,6 @@
 """training-goodput-hangs: the claims, the cost of a stalled minute, the timeout's effect, refusals."""
+import re
+
 import pytest
 
 from utils import chains
@@ -11,6 +13,13 @@ from utils.verdicts import HOLDS, READING
 def test_the_clue_holds_by_nvml_and_the_times_under_the_timeout_reading():
     assert [c.verdict for c in tgh.claims()] == [HOLDS, READING, READING]
     assert all(c.reading.startswith("'") for c in tgh.claims()[1:])       # each reading quotes the words it reads
+
+
+def test_the_ten_minute_watchdog_is_pytorchs_not_nccls():
+    """The 10-minute timeout is ProcessGroupNCCL's default in PyTorch; NCCL itself sets no collective timeout."""
+    minutes = {c.name: c for c in tgh.claims()}["minutes"]
+    assert "ProcessGroupNCCL" in minutes.reason and not re.search(r"\bNCCL's default", minutes.reason)
+    assert "ProcessGroupNCCL" in {r.name: r for r in tgh.compute(chains.check("training-goodput-hangs")).rows}["t_w"].label
 
 
 def test_nvml_counts_any_kernel_and_sm_activity_counts_the_sms():

@@ -1,5 +1,6 @@
 """video-diffusion's chain: the claim cannot be checked (the wait hangs on inputs the source never gives), the
-published timings as a second route, sources and kinds at the defaults, bad inputs refused, and the properties (quadratic in resolution, linear in steps, batching buys nothing)."""
+published timings as a second route, sources and kinds at the defaults, bad inputs refused, and the properties
+(quadratic in resolution, linear in steps, batching buys nothing)."""
 import pytest
 
 from utils import catalog, chains

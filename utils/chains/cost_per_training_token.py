@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from utils import catalog
 from utils.chain import Chain, as_float, memoised
+from utils.chains import fleet_size
 from utils.models import kv_bytes_per_token, param_count
 from utils.params import Param, Result, Spec
 from utils.roofline import ACHIEVED, FRACTIONS, fraction_source
@@ -233,6 +234,20 @@ def tolerance() -> float:
     return 0.5 * CLAIM["quarter"] / CLAIM["usd_per_token"]
 
 
+def node_fit(ch: Chain, gpus: int) -> dict:
+    """At the chain's context: the decode batch a node of `gpus` GPUs holds (the weights once, each sequence's
+    cache, the serving engine's reserve kept back), and the batch at which a generated token costs a training
+    token (None where no batch gets it that cheap: the cache alone costs more)."""
+    weights = as_float(ch["N_w"] * ch["b_w"], "GB")
+    seq = as_float(ch["T"] * ch["kappa"], "GB/sequence")
+    free = gpus * as_float(ch["C_hbm"], "GB/GPU") * (1 - as_float(ch["f_r"]))
+    # the bytes a decode step may read per generated token for the GPU-time of one training token (tau = 1)
+    budget = as_float(ch["e_W"] * ch["W"] * ch["g_t"], "GB/token")
+    fit = math.floor((free - weights) / seq) if seq > 0 else math.inf
+    even = weights / (budget - seq) if budget > seq else None
+    return dict(gpus=gpus, seq_gb=seq, fit=max(fit, 0), even=even, cheaper_everywhere=even is None or even > fit)
+
+
 @memoised
 def checks() -> dict:
     rate = rental()
@@ -252,7 +267,9 @@ def checks() -> dict:
     fp8_kv = cc["kappa"].m / 2
     fp8 = claim_chain(weight_bytes=1.0, kv_bytes=fp8_kv)
     fp8_256 = claim_chain(weight_bytes=1.0, kv_bytes=fp8_kv, decode_batch=256)
+    node = fleet_size.SPEC.defaults()["gpus_per_node"]       # one HGX/DGX H100 baseboard, as fleet-size plans
     return dict(cc=cc, claimed=claimed, rate=rate, per_rate=per_rate, floor=floor, wonly=wonly,
+                fit=node_fit(cc, node), fit_floor=node_fit(floor, node),
                 wonly_floor=wonly_floor, fp8=fp8, fp8_256=fp8_256, card_gpu_hours=card_h, card_mfu=card_mfu,
                 card_ratio=ratio(card_h, cc["H_run"] * card_d / cc["D"]),
                 card_usd_token=(card_h * cc["r"] / card_d).to("USD/token"), tol=tolerance(),
@@ -265,6 +282,9 @@ def claims() -> list[Claim]:
     holds = within(cc["c_t"], ck["claimed"], ck["tol"])
     market = claim_chain(rate["runpod_community"])["c_t"]
     b_x, b_x_floor = cc["B_x"].m, floor["B_x"].m
+    fit = ck["fit"]
+    even, even_floor = (f"a batch of {x['even']:.0f}" if x["even"] is not None else "no batch"
+                        for x in (fit, ck["fit_floor"]))
     name = catalog.model("llama-3-70b").name
     return [
         Claim("training-token", quote=QUOTES["token"], source=SOURCE,
@@ -293,13 +313,21 @@ def claims() -> list[Claim]:
               # Which is cheaper turns on a serving batch and context the source never gives.
               verdict=UNCHECKABLE,
               reason=f"The source names no serving batch, context or price for \"an inference token\", and the "
-                     f"answer turns on them. On the book's own figures the training token is cheaper for generated "
-                     f"tokens below a decode batch of {b_x:.0f} with the decode step at "
-                     f"{pct(CLAIM_DECODE['bw_eff'])} of the HBM bandwidth ({b_x_floor:.0f} at the roofline floor), "
-                     f"or at batch {CLAIM_DECODE['decode_batch']} with contexts above {fmt(cc['T_x'].m)} tokens "
-                     f"({fmt(floor['T_x'].m)} at the floor); a prompt token costs "
-                     f"{fmt(ratio(cc['c_p'], cc['c_t']))} of a training token, and a large batch at a short "
-                     f"context makes a generated token cheaper too."),
+                     f"answer turns on them. On the book's own figures, with the decode step at "
+                     f"{pct(CLAIM_DECODE['bw_eff'])} of the HBM bandwidth: with the weights alone (no context) the "
+                     f"training token is the cheaper below a decode batch of {b_x:.0f} ({b_x_floor:.0f} at the "
+                     f"roofline floor); at the book's {fmt(q(CLAIM_DECODE['decode_context'], 'token'))} of context one "
+                     f"{fit['gpus']}-GPU node holds {fit['fit']:,} sequences ({fmt(q(fit['seq_gb'], 'GB'))} of cache "
+                     f"each, the weights once, {pct(ENGINE_RESERVE)} kept back), and "
+                     + (f"the training token is the cheaper at every batch that fits (the two would cost the same "
+                        f"only at {even})" if fit["cheaper_everywhere"] else
+                        f"a generated token is the cheaper from {even}, which fits")
+                     + (f"; at the roofline floor they would meet at {even_floor}, beyond what fits"
+                        if ck["fit_floor"]["cheaper_everywhere"] else
+                        f"; at the roofline floor they meet at {even_floor}, inside what fits")
+                     + f"; at batch {CLAIM_DECODE['decode_batch']} the two cost the same at {fmt(cc['T_x'].m)} "
+                     f"tokens of context ({fmt(floor['T_x'].m)} at the floor); a prompt token costs "
+                     f"{fmt(ratio(cc['c_p'], cc['c_t']))} of a training token."),
     ]
 
 
@@ -322,6 +350,10 @@ def check_texts() -> dict:
            "check-basis-cheaper": f"an inference token taken as a generated token, decoded below a batch of "
                                   f"{b_x:.0f} (weights only), or at the book's batch of "
                                   f"{CLAIM_DECODE['decode_batch']} with contexts above {fmt(cc['T_x'].m)} tokens",
+           "check-node": f"one {ck['fit']['gpus']}-GPU node", "check-fit": f"{ck['fit']['fit']:,} sequences",
+           "check-seq-gb": fmt(q(ck["fit"]["seq_gb"], "GB")),
+           **{f"check-even{sfx}": (f"{x['even']:.0f} sequences" if x["even"] is not None else "no batch")
+              for sfx, x in (("", ck["fit"]), ("-floor", ck["fit_floor"]))},
            "claim-usd-value": fmt(ck["claimed"]), "claim-n": short(CLAIM["n_params"]), "claim-d": short(CLAIM["n_tokens"]),
            "claim-mfu": pct(CLAIM["mfu"]), "claim-tol": pct(ck["tol"]),
            "check-rent-star": fmt(ck["r_star"]), "check-u-star": pct(cc["u_star"]),

@@ -12,7 +12,7 @@ from fractions import Fraction
 
 from utils.chain import Chain, memoised
 from utils.components.drf import allocate, dominant_resource, partition_tasks, progressive_filling
-from utils.params import Param, ParameterError, Result, Spec
+from utils.params import Column, Param, ParameterError, Result, Spec
 from utils.units import fmt, num, pct, q
 from utils.verdicts import UNCHECKABLE, WRONG, Claim
 
@@ -43,17 +43,25 @@ PARAMETERS = (
     Param("eval_cores", 4, "evaluation task: CPU cores", check="non_negative", source="this book's assumption"),
     Param("eval_memory", 512.0, "evaluation task: host memory", unit="GB", check="non_negative",
           source="this book's assumption"),
+    # The reader's own cluster, any number of users and resources: both tables, or neither (the pooled cluster above).
+    Param("users", [], "your users, replacing the three above: rows {\"user\": name, <resource>: demand of one "
+          "task, ...} naming every resource of capacity (JSON, or a .json file)", check="table",
+          columns=(Column("user", "text"), Column("*", "non_negative", "one task's demand of that resource")),
+          source="this book's assumption: empty, the pooled cluster above"),
+    Param("capacity", [], "your cluster's capacities, with users: rows {\"resource\": name, \"amount\": total}",
+          check="table", columns=(Column("resource", "text"), Column("amount", "positive")),
+          source="this book's assumption: empty, the pooled cluster above"),
 )
 
 RESULTS = (
-    Result("train_tasks", "", "Training tasks under DRF", of="n_T"),
-    Result("prep_tasks", "", "Data-prep tasks under DRF", of="n_P"),
-    Result("eval_tasks", "", "Evaluation tasks under DRF", of="n_E"),
+    Result("train_tasks", "", "Training tasks under DRF (a table: its first user)", of="n_T"),
+    Result("prep_tasks", "", "Data-prep tasks under DRF (a table: its second user, or 0)", of="n_P"),
+    Result("eval_tasks", "", "Evaluation tasks under DRF (a table: its third user, or 0)", of="n_E"),
     Result("min_dominant_share", "", "Lowest dominant share under DRF", of="s_min", percent=True),
     Result("max_dominant_share", "", "Highest dominant share under DRF", of="s_max", percent=True),
-    Result("gpu_utilisation", "", "GPUs allocated under DRF", of="u_g", percent=True),
-    Result("core_utilisation", "", "CPU cores allocated under DRF", of="u_c", percent=True),
-    Result("memory_utilisation", "", "Host memory allocated under DRF", of="u_m", percent=True),
+    Result("gpu_utilisation", "", "GPUs allocated under DRF (a table: its first resource)", of="u_g", percent=True),
+    Result("core_utilisation", "", "CPU cores allocated under DRF (a table: its second, or 0)", of="u_c", percent=True),
+    Result("memory_utilisation", "", "Host memory allocated under DRF (a table: its third, or 0)", of="u_m", percent=True),
     Result("floor_bug_first_user_gpus", "", "GPUs the first user holds when shares are floored",
            of="bug_floor_gpu", percent=True),
     Result("raw_bug_gpu_utilisation", "", "GPUs allocated when users are compared by GPUs held",
@@ -69,13 +77,58 @@ def demands(p) -> list[tuple]:
     return [(p[f"{u}_gpus"], p[f"{u}_cores"], p[f"{u}_memory"]) for u in USERS]
 
 
+MAX_TASKS = 100_000     # the greedy loop hands out one task a round: more would not answer in a second
+
+
+def table_mode(p) -> bool:
+    return bool(p.users)
+
+
+def table(p) -> tuple[tuple, list[tuple], list[str], list[str]]:
+    """(capacity, demands, user names, resource names) of the reader's tables."""
+    names = [r["resource"] for r in p.capacity]
+    return (tuple(r["amount"] for r in p.capacity), [tuple(u[n] for n in names) for u in p.users],
+            [u["user"] for u in p.users], names)
+
+
+def _validate_table(p):
+    if bool(p.users) != bool(p.capacity):
+        raise ParameterError("users and capacity go together: set both tables (or neither, for the pooled cluster)")
+    names = [r["resource"] for r in p.capacity]
+    if len(set(names)) != len(names):
+        raise ParameterError(f"capacity names a resource twice: {', '.join(names)}")
+    users = [u["user"] for u in p.users]
+    if len(set(users)) != len(users):
+        raise ParameterError(f"users names a user twice: {', '.join(users)}")
+    for i, u in enumerate(p.users):
+        named = sorted(set(u) - {"user"})
+        if named != sorted(names):
+            raise ParameterError(f"users[{i}] ({u['user']}) names resources {named}, capacity names {sorted(names)}")
+        if not any(u[n] for n in names):
+            raise ParameterError(f"users[{i}] ({u['user']}) needs nothing: a task needs some resource")
+
+
+def _bound_tasks(cap, dem):
+    """Refuse a cluster whose loop would hand out more than MAX_TASKS tasks (each user alone fills it at most)."""
+    most = sum(min(c / d for c, d in zip(cap, u) if d > 0) for u in dem)
+    if most > MAX_TASKS:
+        raise ParameterError(f"the cluster holds up to {most:.3g} tasks; the loop answers up to {MAX_TASKS:,}: "
+                             "give larger tasks or a smaller cluster")
+
+
 def validate(p):
+    _validate_table(p)
+    if table_mode(p):
+        cap, dem, _, _ = table(p)
+        _bound_tasks(cap, dem)
+        return
     for u in USERS:
         if not any(p[f"{u}_{r}"] for r in ("gpus", "cores", "memory")):
             raise ParameterError(f"{u}_gpus, {u}_cores and {u}_memory are all zero: a task needs something")
     for name in ("train_gpus", "prep_gpus", "eval_gpus", "train_cores", "prep_cores", "eval_cores"):
         if float(p[name]) != int(p[name]):
             raise ParameterError(f"{name} must be a whole number, got {p[name]!r}")
+    _bound_tasks(capacity(p), demands(p))
 
 
 def _f(x) -> float:
@@ -86,6 +139,8 @@ def compute(p) -> Chain:
     """The chain on the pooled cluster: capacities, each task's dominant share, the loop's tasks, the
     shares and utilisations they give; and the two buggy keys on the same cluster. The allocations ride
     along in ch.data ("cap", "dem", "fair", "floor", "raw", "divisible", "partition")."""
+    if table_mode(p):
+        return table_chain(p)
     cap, dem = capacity(p), demands(p)
     fair = allocate(cap, dem)
     ch = Chain("Dominant Resource Fairness on a pooled GPU cluster")
@@ -127,6 +182,43 @@ def compute(p) -> Chain:
     ch.value("bug_raw_gpu", q(_f(raw.utilisation(cap)[0]), ""))
     ch.data.update(cap=cap, dem=dem, fair=fair, floor=floor, raw=raw, divisible=progressive_filling(cap, dem),
                    partition=partition_tasks(cap, dem))
+    return ch
+
+
+def table_chain(p) -> Chain:
+    """The reader's cluster: each capacity and demand, each task's dominant share, the loop's tasks and each user's
+    share; the results read the first three users and resources (0 where the table has fewer). The allocations
+    ride along in ch.data as in compute()."""
+    cap, dem, users, names = table(p)
+    fair = allocate(cap, dem)
+    ch = Chain("Dominant Resource Fairness on your cluster")
+    for j, n in enumerate(names):
+        ch.given(f"C_{j + 1}", q(cap[j], ""), f"capacity of {n}", kind="assumption", source=SPEC.source(p, "capacity"))
+    for i, u in enumerate(users):
+        for j, n in enumerate(names):
+            ch.given(f"d_{i + 1}_{j + 1}", q(dem[i][j], ""), f"{u}: one task's {n}", kind="assumption",
+                     source=SPEC.source(p, "users"))
+    how = "utils.components.drf.allocate: lowest dominant share first"
+    for i, u in enumerate(users):
+        ch.given(f"delta_{i + 1}", q(_f(max(Fraction(d) / Fraction(c) for d, c in zip(dem[i], cap))), ""),
+                 f"dominant share of one {u} task", kind="derived", source="max over resources of demand/capacity")
+        ch.given(f"n_{i + 1}", q(fair.tasks[i], ""), f"{u} tasks the loop gives", kind="derived", source=how)
+        ch.given(f"s_{i + 1}", q(_f(fair.shares[i]), ""), f"{u}'s dominant share", kind="derived", source=how)
+    util = fair.utilisation(cap)
+    for j, n in enumerate(names):
+        ch.given(f"u_{j + 1}", q(_f(util[j]), ""), f"{n} allocated", kind="derived", source=how)
+    third = lambda xs, k: xs[k] if k < len(xs) else 0          # noqa: E731 - a result past the table's size is 0
+    for key, k in (("n_T", 0), ("n_P", 1), ("n_E", 2)):
+        ch.value(key, q(third(fair.tasks, k), ""))
+    for key, k in (("u_g", 0), ("u_c", 1), ("u_m", 2)):
+        ch.value(key, q(_f(third(util, k)), ""))
+    ch.value("s_min", q(_f(min(fair.shares)), ""))
+    ch.value("s_max", q(_f(max(fair.shares)), ""))
+    floor, raw = allocate(cap, dem, key="floor"), allocate(cap, dem, key="raw")
+    ch.value("bug_floor_gpu", q(_f(floor.used[0][0] / Fraction(cap[0])), ""))
+    ch.value("bug_raw_gpu", q(_f(raw.utilisation(cap)[0]), ""))
+    ch.data.update(cap=cap, dem=dem, fair=fair, floor=floor, raw=raw, divisible=progressive_filling(cap, dem),
+                   partition=partition_tasks(cap, dem), users=users, resources=names)
     return ch
 
 

@@ -9,6 +9,7 @@ refusals: a handful of records that make no sense and the reason the validator g
 """
 from __future__ import annotations
 
+import math
 from decimal import Decimal
 from fractions import Fraction
 
@@ -80,7 +81,11 @@ def float_trap(price: float, gpus: int, days: float) -> dict:
     exact = per_second * n
     s64, s32 = gh.float_running_sum(c, n), gh.float_running_sum(c, n, "float32")
     first = gh.first_off_by(c, per_second, CENT, n)
-    return dict(n=n, c=c, exact=exact, s64=s64, s32=s32, e64=float(Fraction(s64) - exact),
+    # Each addition errs by at most half an ulp of the running sum (never more than the total's), and the charge
+    # itself by half an ulp of its own: n x (ulp(total) + ulp(c)) / 2 bounds the drift, a bound that grows with the
+    # record count and doubles each time the total crosses a binade.
+    bound64 = n * (math.ulp(s64) + math.ulp(c)) / 2
+    return dict(n=n, c=c, exact=exact, s64=s64, s32=s32, e64=float(Fraction(s64) - exact), bound64=bound64,
                 e32=float(Fraction(s32) - exact), first=first,
                 first_days=None if first is None else first / (int(gpus) * SECONDS_PER_DAY))
 
@@ -223,9 +228,12 @@ def claims() -> list[Claim]:
                  f"of whole-minute durations, and a "
                  f"float32 total stops growing at {fmt(base['s32'], 'USD', digits=3)}. Read as the float64 sum alone, the "
                  f"claim is wrong: it drifts by cents a month at fleet scale "
-                 f"({fmt(abs(base['e64']) / float(base['exact']), digits=2)} of the bill), growing with the square of the "
-                 f"records to {fmt(abs(big['e64']), 'USD', digits=3)} at "
-                 f"{num(C['big_fleet'])} GPUs, which breaks exact reconciliation, not budgets") if overbills and not real else "",
+                 f"({fmt(abs(base['e64']) / float(base['exact']), digits=2)} of the bill, under its bound of half an ulp "
+                 f"of the total a record, {fmt(base['bound64'], 'USD', digits=3)}); that bound, half the record count times "
+                 f"the total's ulp, grows with the count and doubles each time the total crosses a binade, and at "
+                 f"{num(C['big_fleet'])} GPUs the drift is {fmt(abs(big['e64']), 'USD', digits=3)} under a bound of "
+                 f"{fmt(big['bound64'], 'USD', digits=3)}, which breaks exact reconciliation, not budgets")
+                if overbills and not real else "",
         nearest_true="" if (real or overbills) else (
             f"a float64 running total drifts by cents a month at fleet scale; per started hour bills {span(markup)} more "
             f"than per second on {SEEDS} seeds of this book's job mix, and that rule, not the float, is where the "
@@ -280,10 +288,11 @@ def mix_rows(jobs) -> list[list[str]]:
 
 
 def drift_curve(price: float, days: float, fleets) -> dict:
-    out = {"fleet": list(fleets), "e64": [], "bill": [], "s32": []}
+    out = {"fleet": list(fleets), "e64": [], "bound": [], "bill": [], "s32": []}
     for g in fleets:
         ft = float_trap(price, g, days)
         out["e64"].append(abs(ft["e64"]))
+        out["bound"].append(ft["bound64"])
         out["bill"].append(float(ft["exact"]))
         out["s32"].append(ft["s32"])
     return out
@@ -305,7 +314,8 @@ def check_text() -> dict:
             "ck-first-days": num(base["first_days"]), "ck-real": fmt(C["real_money"], "USD"),
             "ck-s32": fmt(base["s32"], "USD", digits=5), "ck-lost32": pct(1 - base["s32"] / float(base["exact"])),
             "ck-big": num(C["big_fleet"]), "ck-big-e64": fmt(abs(big["e64"]), "USD", digits=3),
-            "ck-big-bill": fmt(float(big["exact"]), "USD", digits=3),
+            "ck-big-bill": fmt(float(big["exact"]), "USD", digits=3), "ck-bound": fmt(base["bound64"], "USD", digits=3),
+            "ck-big-bound": fmt(big["bound64"], "USD", digits=3),
             "ck-big-rel": pct(abs(big["e64"]) / float(big["exact"]), digits=2),
             "ck-tenth": fmt(float(tenth), "USD"), "ck-tenths": fmt(n_tenths, digits=4),
             "ck-tenths-e": fmt(abs(float(Fraction(s_tenths) - tenth * n_tenths)), "USD", digits=2),

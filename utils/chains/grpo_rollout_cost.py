@@ -23,7 +23,7 @@ from utils.params import Param, ParameterError, Result, Spec
 from utils.roofline import fraction_params
 from utils.training import collectives, rollouts
 from utils.units import fmt, pct, q
-from utils.verdicts import READING, WRONG, Claim
+from utils.verdicts import UNCHECKABLE, Claim
 
 SIMULATION = "the longest response of each group, drawn from the clipped log-normal's F^G (seeded)"
 SIM_PROMPTS = 64     # groups simulated per step at most: the estimate's precision, not the step's size, sets it
@@ -215,6 +215,7 @@ def idle_by_place(p) -> dict:
 # --- the claim ------------------------------------------------------------------------------------
 QUOTE = ("Sixteen samples per prompt, a verifier that runs code, no value model, responses to 16k tokens: "
          "GRPO moves the cost from the learner to rollouts and rewards.")
+COST_WORDS = "moves the cost from the learner to rollouts and rewards"
 
 
 def defaults():
@@ -225,23 +226,26 @@ def claims() -> list[Claim]:
     p = defaults()
     ch = compute(p)
     flop_ratio = as_float(ch["F_u"] / ch["F_g"], "")
+    learner_per_generated = as_float(ch["F_u"] / (ch["R"] * ch["N_a"]), "FLOP/parameter/token")
     share = as_float(ch["s_g"], "")
     held = as_float(ch["s_h"], "")
-    verdict = READING if held > 0.5 else WRONG
+    # The source names no measure of "cost" and no response lengths; the three measures below disagree
+    # (held GPU-time, GPU-time with full slots, FLOPs), so the sentence is the book's figures, not a check.
     return [Claim(
         "grpo", quote=QUOTE, source="spec/001, paragraph on GRPO",
-        claimed="rollouts and rewards carry the cost", derived=f"rollouts hold {pct(held)} of the GPU-seconds",
-        verdict=verdict,
-        reason=(f"Rollouts hold {pct(held)} of the GPU-seconds (slots kept to the step's longest response, decode "
-                f"at {pct(p.bandwidth_fraction)} of HBM bandwidth; {pct(share)} if slots were always full), the "
-                f"verifier stops the fleet for {fmt(ch['t_v'])}, but in FLOPs the learner still does "
-                f"{fmt(flop_ratio, digits=2)} times the generation's {fmt(ch['F_g'])}; dropping the value model "
-                f"saves {fmt(ch['F_v'])} a step. The share rests on this book's response lengths (log-normal, "
-                f"median {fmt(q(p.median_response_tokens, 'token'))}), which the source does not give."),
-        reading=("'moves the cost from the learner to rollouts and rewards' read with 'cost' as the GPU-time each "
-                 "side holds: decode slots kept until the step's longest response ends, plus the verifier's wait; "
-                 "not FLOPs, and not the decode work with every slot full"),
-        nearest_true="" if verdict == READING else "the learner carries most of the GPU-time at these inputs")]
+        claimed="rollouts and rewards carry the cost",
+        derived=f"the book's: rollouts hold {pct(held)} of the GPU-seconds ({pct(share)} with slots always full); "
+                f"the learner does {fmt(flop_ratio, digits=2)} times the generation's FLOPs",
+        verdict=UNCHECKABLE,
+        reason=(f"The source says \"{COST_WORDS}\" but names no measure of the cost and no response lengths, and "
+                f"the answer turns on both. The book's own figures, on its response lengths (log-normal, median "
+                f"{fmt(q(p.median_response_tokens, 'token'))}, cut at {fmt(ch['T_max'] * q(1, 'sequence'))}) with "
+                f"decode at {pct(p.bandwidth_fraction)} of HBM bandwidth: counted as GPU-time held (slots kept to "
+                f"the step's longest response) rollouts take {pct(held)}, with slots always full {pct(share)}, "
+                f"and in FLOPs the learner does {fmt(flop_ratio, digits=2)} times the generation's "
+                f"{fmt(ch['F_g'])} ({learner_per_generated:.1f}N per generated token, prompts trained too, "
+                f"against {fmt(ch['k_f'].m)}N plus attention); the verifier stops the fleet for {fmt(ch['t_v'])}, "
+                f"and dropping the value model saves {fmt(ch['F_v'])} a step."))]
 
 
 # --- the page's sections ----------------------------------------------------------------------------

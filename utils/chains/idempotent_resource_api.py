@@ -15,14 +15,15 @@ import contextlib
 import os
 import tempfile
 import threading
+from http import HTTPStatus
 
 from utils import catalog
 from utils.chain import Chain, as_float, memoised
-from utils.components.idempotent_api import KEY_RETENTION_S, TRANSITIONS, ResourceAPI, pagination_trial
+from utils.components.idempotent_api import KEY_RETENTION_S, KINDS, TRANSITIONS, ResourceAPI, pagination_trial
 from utils.components.idempotent_api import contract_scenarios as api_contract
 from utils.params import Param, Result, Spec
 from utils.units import duration, fmt, pct, q
-from utils.verdicts import UNCHECKABLE, WRONG, Claim
+from utils.verdicts import HOLDS, UNCHECKABLE, Claim
 
 _CAT = "catalog (utils/catalog/prices.toml): "
 PARAMETERS = (
@@ -85,9 +86,19 @@ def compute(p) -> Chain:
 
 
 # --- the claim, judged by running the API ---------------------------------------------------------
-QUOTE = ("Four resources, one state machine and three semantics that separate a working API from one that "
-         "corrupts state under retries. The idempotency key that makes a duplicate POST safe, why cancel "
-         "returns 202 rather than 200, and the cursor that survives concurrent inserts.")
+# The paragraph's two sentences need different verdicts, so each is its own claim: the inventory (the source names
+# no resource or state) and the three semantics (each a general property, checked against a standard or by arithmetic).
+INVENTORY_QUOTE = ("Four resources, one state machine and three semantics that separate a working API from one that "
+                   "corrupts state under retries.")
+SEMANTICS_QUOTE = ("The idempotency key that makes a duplicate POST safe, why cancel returns 202 rather than 200, and "
+                   "the cursor that survives concurrent inserts.")
+# What the standards say, verbatim: HTTP Semantics (RFC 9110, June 2022) on the two statuses, and the IETF's
+# Idempotency-Key draft (draft-ietf-httpapi-idempotency-key-header-07, October 2025) on what a key is for.
+RFC_202 = ("RFC 9110, section 15.3.3", "the request has been accepted for processing, but the processing has not "
+                                       "been completed")
+RFC_200 = ("RFC 9110, section 15.3.1", "the request has succeeded")
+KEY_DRAFT = ("the IETF's Idempotency-Key draft", "can be used to make non-idempotent HTTP methods such as POST or "
+                                                 "PATCH fault-tolerant")
 JOB = {"name": "pretrain-70b", "gpus": 64, "image": "trainer:2026.11"}
 ATTEMPTS = 8              # concurrent attempts of one create (a client and its retries, racing)
 TRIAL = dict(rows=60, limit=10, seed=1)
@@ -189,23 +200,38 @@ def claims() -> list[Claim]:
     rows = TRIAL["rows"]
     holds = all(ok.values())
     return [Claim(
-        "three-semantics", quote=QUOTE, source="spec/001 (the resource-API paragraph)",
-        claimed="a key makes a duplicate POST safe; cancel answers 202; a cursor survives concurrent inserts",
+        "three-semantics", quote=SEMANTICS_QUOTE, source="spec/001 (the resource-API paragraph)",
+        claimed="a key makes a duplicate POST safe; cancel answers 202, not 200; a cursor survives concurrent inserts",
         derived=f"{k['created']} job from {ATTEMPTS} racing attempts with one key, {ck['no_key']} without; "
-                f"cancel of a running job {ck['cancel_running'][0]}; cursor repeats "
+                f"cancel of a running job {ck['cancel_running'][0]} ({ck['cancel_running'][1]}); cursor repeats "
                 f"{pg['cursor', 'inserts']['repeats']} of {rows} rows, offset {pg['offset', 'inserts']['repeats']}",
-        # Three semantics stated as a design, with no number and no named API: the book's own API answering as it
-        # was built to shows the design can be built, which is the book checked against itself.
-        verdict=UNCHECKABLE if holds else WRONG,
-        nearest_true="" if holds else "one of the three semantics failed when run: see the check's table",
-        reason=(f"the sentence states a design and names no API or number, so the only check is the book's own API "
-                f"answering as built: {fmt(ATTEMPTS)} racing attempts with one key made {fmt(k['created'])} job, without a key "
-                f"{fmt(ck['no_key'])}, with a key per attempt {fmt(ck['per_attempt'])}; cancelling a running job "
-                f"answered {ck['cancel_running'][0]} ({ck['cancel_running'][1]}), a pending one "
-                f"{ck['cancel_pending'][0]}; under concurrent inserts the cursor repeated "
-                f"{fmt(pg['cursor', 'inserts']['repeats'])} of {fmt(rows)} rows and offset "
-                f"{fmt(pg['offset', 'inserts']['repeats'])}, and a cancel-each-page loop skipped "
-                f"{fmt(pg['cursor', 'cancel']['skips'])} by cursor and {fmt(pg['offset', 'cancel']['skips'])} by offset."))]
+        # Each semantics is a general property: the key's purpose as the IETF's draft states it, 202 against 200 as
+        # HTTP Semantics defines them, cursor against offset by the positions an insert shifts; the run shows each.
+        # A run that failed would be this API's bug, not the source's, so it leaves the claim unchecked.
+        verdict=HOLDS if holds else UNCHECKABLE,
+        reason=(f"a key, which {KEY_DRAFT[0]} says \"{KEY_DRAFT[1]}\", turned {fmt(ATTEMPTS)} racing attempts into "
+                f"{fmt(k['created'])} job (without one, {fmt(ck['no_key'])}); HTTP defines {int(HTTPStatus.ACCEPTED)} as "
+                f"\"{RFC_202[1]}\" ({RFC_202[0]}) and {int(HTTPStatus.OK)} as \"{RFC_200[1]}\" ({RFC_200[0]}), and "
+                f"cancelling a running job is accepted work its worker has still to do: answered "
+                f"{ck['cancel_running'][0]}, the job stays {ck['cancel_running'][1]}, while a "
+                f"pending one is {ck['cancel_pending'][1]} at once and answered {ck['cancel_pending'][0]}; an insert "
+                f"ahead of an offset shifts every later row by one, so under concurrent inserts offset repeated "
+                f"{fmt(pg['offset', 'inserts']['repeats'])} of {fmt(rows)} rows and a cancel-each-page loop skipped "
+                f"{fmt(pg['offset', 'cancel']['skips'])}, where a cursor on the last id repeated "
+                f"{fmt(pg['cursor', 'inserts']['repeats'])} and skipped {fmt(pg['cursor', 'cancel']['skips'])}."
+                if holds else
+                f"the book's API did not reproduce every semantics ({', '.join(n for n, v in ok.items() if not v)} "
+                f"failed), which is a bug of this API, not a check of the source.")),
+        Claim(
+        "four-resources", quote=INVENTORY_QUOTE, source="spec/001 (the resource-API paragraph)",
+        claimed="four resources and one state machine; three semantics separate a working API from a corrupting one",
+        derived=f"not derived: the book's API has {fmt(len(KINDS))} resources and {fmt(len(TRANSITIONS))} states "
+                f"because the book built it so",
+        verdict=UNCHECKABLE,
+        reason=f"the source names none of the resources or states, so counting the book's own API ({fmt(len(KINDS))} "
+               f"resources, one lifecycle of {fmt(len(TRANSITIONS))} states) would check the book against itself, and "
+               f"that these three semantics are the ones that separate a working API from a corrupting one is the "
+               f"source's own list, with no inventory of failures to rank them against.")]
 
 
 def case_rows(ck: dict) -> list[list[str]]:
@@ -247,7 +273,9 @@ def check_text(ck: dict) -> dict:
             "ck-offset-cancelled": fmt(TRIAL["rows"] - pg["offset", "cancel"]["skips"]),
             "ck-retention": duration(KEY_RETENTION_S), "ck-202": str(ck["cancel_running"][0]),
             "ck-200": str(ck["cancel_pending"][0]), "ck-409": str(ck["cancel_done"]),
-            "ck-422": str(ck["other_status"]), "ck-illegal": fmt(ck["illegal"])}
+            "ck-422": str(ck["other_status"]), "ck-illegal": fmt(ck["illegal"]),
+            "ck-rfc202-at": RFC_202[0], "ck-rfc202": RFC_202[1], "ck-rfc200-at": RFC_200[0], "ck-rfc200": RFC_200[1],
+            "ck-key-draft": KEY_DRAFT[1]}
 
 
 # --- figure, what changes, exercises --------------------------------------------------------------

@@ -15,7 +15,7 @@ from utils.chain import Chain, as_float, memoised
 from utils.display import table
 from utils.models import is_mla, kv_bytes_per_token, kv_bytes_per_token_mha, param_count
 from utils.params import Param, Result, Spec
-from utils.units import fmt, pct, q, short
+from utils.units import fmt, listing, pct, q, short
 from utils.verdicts import HOLDS, UNCHECKABLE, WRONG, Claim, within
 
 PARAMETERS = (
@@ -213,7 +213,7 @@ def page_glue(p, ch) -> dict:
     others = {k: kv_chain(catalog.model(k), p.context_tokens, p.kv_bytes_per_element,
                           weight_bytes_per_param(catalog.model(k)))["x"]
               for k in catalog.keys("model") if is_mla(catalog.model(k)) and k != m.key}
-    mla_text = " and ".join(f"{fmt(x)} for {catalog.model(k).short_name}" for k, x in others.items())
+    mla_text = listing(f"{fmt(x)} for {catalog.model(k).short_name}" for k, x in others.items())
     if is_mla(m):
         mistake = (f"caching every head's key and value uncompressed, as if the latent attention were multi-head, "
                    f"multiplies {m.short_name}'s answer by {fmt(ch['x'])}" + (f" ({mla_text})" if mla_text else ""))
@@ -302,7 +302,7 @@ def context_curves(contexts) -> dict:
     gqa = {catalog.model(k).name: (as_float(c["k_tok"], "GB/token") * x, k == CLAIM["model"])
            for k, c in mc.items() if not is_mla(catalog.model(k))}
     mla_keys = [k for k in mc if is_mla(catalog.model(k))]
-    return dict(gqa=gqa, mla_label=" and ".join(catalog.model(k).short_name for k in mla_keys),
+    return dict(gqa=gqa, mla_label=listing(catalog.model(k).short_name for k in mla_keys),
                 mla=as_float(mc[mla_keys[0]]["k_tok"], "GB/token") * x,
                 wrong=as_float(ck["claim"]["k_wrong"], "GB/token") * x,
                 third=as_float(ck["claim"]["W"], "GB") * CLAIM["kv_over_weights"],

@@ -19,7 +19,7 @@ from utils.chains.token_rate_limits import replica_rate
 from utils.params import Param, ParameterError, Result, Spec
 from utils.serving.canary import VersionRouter, budget_minutes, canary_sample_size, simulated_power, z
 from utils.units import duration, fmt, num, pct, q
-from utils.verdicts import READING, WRONG, Claim
+from utils.verdicts import UNCHECKABLE, Claim
 
 SIMULATION = "the canary test's power: seeded binomial draws of both arms' failures at the closed-form sample size"
 
@@ -87,26 +87,31 @@ def validate(p):
 
 def rollout_chain(X, o, lambda_0, u, s, m, tau, slo, p0, delta, alpha, power, period, seed,
                   *, source="parameters cell") -> Chain:
+    """`source`: one text for every parameter's row, or a function of the parameter's name (SPEC.source)."""
+    def src(name: str) -> str:
+        return source(name) if callable(source) else source
+
     ch = Chain("A model rollout: two sets of replicas, the canary's size, the budget it burns")
     ch.given("X", X, "output tokens per second one replica earns", kind="derived",
              source="utils.chains.continuous_batching")
-    ch.given("o", q(o, "token/request"), "mean reply", kind="assumption", source=source)
+    ch.given("o", q(o, "token/request"), "mean reply", kind="assumption", source=src("mean_output_tokens"))
     ch.step("lambda_r", "X/o", "request/s", "requests per second one replica serves")
-    ch.given("lambda_0", q(lambda_0, "request/s"), "the model's requests per second", kind="assumption", source=source)
-    ch.given("u", u, "utilization each version is sized to", kind="assumption", source=source)
+    ch.given("lambda_0", q(lambda_0, "request/s"), "the model's requests per second", kind="assumption",
+             source=src("requests_per_s"))
+    ch.given("u", u, "utilization each version is sized to", kind="assumption", source=src("utilization"))
     ch.step("R", "ceiling(lambda_0/(u*lambda_r))", "", "replicas for one version alone")
-    ch.given("s", s, "canary share of new sessions", kind="assumption", source=source)
-    ch.given("m", m, "warm replicas per version, at least", kind="assumption", source=source)
+    ch.given("s", s, "canary share of new sessions", kind="assumption", source=src("canary_share"))
+    ch.given("m", m, "warm replicas per version, at least", kind="assumption", source=src("min_replicas"))
     ch.step("R_new", "Max(m, ceiling(s*lambda_0/(u*lambda_r)))", "", "new version's replicas")
     ch.step("R_old", "Max(m, ceiling((1 - s)*lambda_0/(u*lambda_r)))", "", "old version's replicas")
     ch.step("E", "R_new + R_old - R", "", "extra replicas the rollout holds, weights warm")
-    ch.given("tau", q(tau, "min"), "mean session length", kind="assumption", source=source)
+    ch.given("tau", q(tau, "min"), "mean session length", kind="assumption", source=src("session_minutes"))
     ch.step("t_99", "tau*log(100)", "min", "time for 99% of old sessions to end (exponential lengths)")
     ch.step("R_cut", "R + R_old", "", "replicas at the cutover: the new version takes all new sessions, "
             "the old still holds its own")
     ch.step("H_d", "R_old*tau", "hour", "old replica-hours while its sessions drain (released as they end)")
-    ch.given("p0", p0, "stable failed-request rate", kind="assumption", source=source)
-    ch.given("delta", delta, "regression to catch (absolute)", kind="assumption", source=source)
+    ch.given("p0", p0, "stable failed-request rate", kind="assumption", source=src("baseline_failure"))
+    ch.given("delta", delta, "regression to catch (absolute)", kind="assumption", source=src("regression"))
     ch.step("p1", "p0 + delta", "", "canary failed-request rate at the regression")
     ch.step("k", "(1 - s)/s", "", "stable arm over canary arm, same window")
     ch.step("pb", "(p1 + k*p0)/(1 + k)", "", "pooled rate under no regression")
@@ -122,8 +127,8 @@ def rollout_chain(X, o, lambda_0, u, s, m, tau, slo, p0, delta, alpha, power, pe
     ch.given("pi_sim", simulated_power(p0, p0 + delta, n_c, (1 - s) / s, alpha=alpha, seed=seed),
              "power at that size, simulated", kind="derived",
              source=f"utils.serving.canary.simulated_power: seeded draws of both arms (seed {seed})")
-    ch.given("SLO", slo, "share of requests that must succeed", kind="assumption", source=source)
-    ch.given("P_d", q(period, "day"), "the budget's period", kind="assumption", source=source)
+    ch.given("SLO", slo, "share of requests that must succeed", kind="assumption", source=src("slo"))
+    ch.given("P_d", q(period, "day"), "the budget's period", kind="assumption", source=src("period_days"))
     ch.step("B", "(1 - SLO)*P_d", "min", "error budget: minutes of total failure the period allows")
     ch.step("b", "p1/(1 - SLO)", "", "burn rate at the regression")
     ch.given("h", q(1, "hour"), "an hour spent reading logs", kind="assumption", source="the claim")
@@ -137,7 +142,7 @@ def compute(p) -> Chain:
     X = replica_rate(p.model.key, p.gpu.key, p.gpus_per_replica, p.mean_prompt_tokens, p.mean_output_tokens)
     return rollout_chain(X, p.mean_output_tokens, p.requests_per_s, p.utilization, p.canary_share, p.min_replicas,
                          p.session_minutes, p.slo, p.baseline_failure, p.regression, p.alpha, p.power,
-                         p.period_days, p.seed)
+                         p.period_days, p.seed, source=lambda name: SPEC.source(p, name))
 
 
 # --- the claim ------------------------------------------------------------------------------------
@@ -161,28 +166,38 @@ def checks() -> dict:
     t_rel = n_rel / (CLAIM["share"] * d["requests_per_s"])
     false_alarm = simulated_power(d["baseline_failure"], d["baseline_failure"], int(ch["n_c"].m),
                                   (1 - CLAIM["share"]) / CLAIM["share"], alpha=d["alpha"], seed=d["seed"] + 1)
-    return dict(chain=ch, rel=rel, n_rel=n_rel, t_rel=t_rel, false_alarm=false_alarm, d=d)
+    # The simulated power on several seeds: the check holds on every one, and the page reports the range.
+    n_c, k = int(ch["n_c"].m), (1 - CLAIM["share"]) / CLAIM["share"]
+    p0, p1 = d["baseline_failure"], d["baseline_failure"] + d["regression"]
+    powers = [simulated_power(p0, p1, n_c, k, alpha=d["alpha"], seed=sd) for sd in SEEDS]
+    alarms = [simulated_power(p0, p0, n_c, k, alpha=d["alpha"], seed=sd + 1) for sd in SEEDS]
+    return dict(chain=ch, rel=rel, n_rel=n_rel, t_rel=t_rel, false_alarm=false_alarm, d=d, powers=powers,
+                alarms=alarms)
+
+
+SEEDS = tuple(range(5))        # the power simulation's seeds for the check
 
 
 def claims() -> list[Claim]:
     ck = checks()
     ch = ck["chain"]
-    t_d, hour = as_float(ch["t_d"], "s"), CLAIM["hour"] * 3600
-    ok = t_d < hour and as_float(ch["m_h"], "min") > as_float(ch["m_c"], "min")
+    t_d = as_float(ch["t_d"], "s")
+    # "it" has no size in the source, nor the traffic or the baseline: the time to catch a regression at one
+    # percent of the traffic goes as one over its size squared, so any answer is the book's own figure.
     return [Claim(
         "roll-back-first", quote=QUOTE, source="spec/001 (the rollback paragraph)",
         claimed="a canary at one percent of the traffic would have caught it; the budget burns while logs are read",
-        derived=f"{fmt(ch['n_c'])} on the canary in {duration(t_d)}; an hour at full rollout burns "
+        derived=f"the book's figure: {fmt(ch['n_c'])} on the canary in {duration(t_d)}; an hour at full rollout burns "
                 f"{fmt(ch['m_h'])} of budget",
-        verdict=READING if ok else WRONG,
-        reading="the regression is one percentage point of failed requests, and 'caught' is a one-sided "
-                "two-proportion test at the usual significance and power, the other traffic as its control",
-        nearest_true="" if ok else "at one percent of this traffic the canary cannot decide within the hour",
-        reason=f"at {pct(CLAIM['share'])} of {fmt(ch['lambda_0'])} a canary collects the {fmt(ch['n_c'])} it needs to "
-               f"catch a rise of {pct(ch['delta'].m)} (absolute) in {duration(t_d)}, burning {fmt(ch['m_c'].to('s'))} of budget, "
+        verdict=UNCHECKABLE,
+        reason=f"The source gives no size for the regression 'it', no traffic and no failure rate, and the canary's "
+               f"time goes as one over the regression's size squared, so nothing of the source's can be checked; in "
+               f"the book's own figure, at {pct(CLAIM['share'])} of {fmt(ch['lambda_0'])}, a canary collects the "
+               f"{fmt(ch['n_c'])} it needs to catch a rise of {pct(ch['delta'].m)} (absolute) in {duration(t_d)} "
+               f"(simulated power {pct(min(ck['powers']))} to {pct(max(ck['powers']))} over {fmt(len(SEEDS))} seeds), "
                f"while each hour of full rollout burns {fmt(ch['m_h'])}, {pct(ch['f_h'].m)} of the month's "
-               f"{fmt(ch['B'])}; read as a rise of {pct(ck['rel'] / ck['d']['baseline_failure'])} of the rate itself "
-               f"it needs {fmt(q(ck['n_rel'], 'request'))}, {duration(ck['t_rel'])}.")]
+               f"{fmt(ch['B'])}; a rise of {pct(ck['rel'] / ck['d']['baseline_failure'])} of the rate itself needs "
+               f"{fmt(q(ck['n_rel'], 'request'))}, {duration(ck['t_rel'])}.")]
 
 
 # --- the router, run -----------------------------------------------------------------------------------

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from utils import catalog, models
 from utils.chain import Chain, as_float, memoised
 from utils.display import table
@@ -22,6 +20,13 @@ from utils.serving import moe
 from utils.units import entry_name as name
 from utils.units import fmt, num, pct, q, short
 from utils.verdicts import HOLDS, Claim
+
+# An all-to-all is pairwise copies: the share of NVLink 4's one-way peak a pairwise copy reaches, measured by
+# others (396.40 of 450 GB/s; the parameter's default, 88%, holds it to two figures).
+_LINK = catalog.interconnect("hgx-h100-nvswitch")
+_LINK_MEASURED = _LINK["p2p_copy_measured_unidirectional"]
+LINK_FRACTION = float((_LINK_MEASURED.q / _LINK["bandwidth_unidirectional"].q).to("").m)
+LINK_DEFAULT = 0.88
 
 PARAMETERS = (
     Param("model", "kimi-k2", "the model: a mixture of experts, catalog key or config.json", check="model",
@@ -35,6 +40,10 @@ PARAMETERS = (
     Param("mfu", 0.4, "share of the dense tensor peak the matrix products reach", check="fraction",
           source="this book's assumption"),
     Param("n_gpus_ep", 8, "GPUs in the expert-parallel group", check="whole", source="this book's assumption (one board)"),
+    Param("link_fraction", LINK_DEFAULT, "achieved share of a link's one-way peak in the all-to-all's pairwise copies",
+          check="fraction", source=(f"catalog: {_LINK.name}, p2p_copy_measured_unidirectional over "
+                                    f"bandwidth_unidirectional ({_LINK_MEASURED.kind}): {_LINK_MEASURED.note}; "
+                                    f"{_LINK_MEASURED.cite}; assumed for the scale-out NIC too")),
     Param("top_k_override", 0, "routed experts per token; 0 = the model's own", check="non_negative",
           source="0: the model's n_experts_per_token"),
 )
@@ -129,11 +138,19 @@ def _cat(ch, sym, entry, field, label, unit):
                     source=f"{entry.key}.{field} ({v.source.id}, read {v.source.read})")
 
 
-def plan(spec: dict, acc, b_w: float, tps: float, u: float, n_ep: int, *, source="parameters cell") -> Chain:
+def plan(spec: dict, acc, b_w: float, tps: float, u: float, n_ep: int, eta: float = LINK_DEFAULT, *,
+         source="parameters cell", step: bool = True) -> Chain:
+    """`source`: one text for every parameter's row, or a function of the parameter's name (SPEC.source).
+    step=False stops before the step's times (every headline result comes first): the step's imbalance rho is an
+    integral over a grid (utils.serving.moe.imbalance, numpy), which the page's step section needs and the
+    results do not, so compute() runs on the standard library alone."""
+    def src(name: str) -> str:
+        return source(name) if callable(source) else source
+
     ch = Chain(f"{spec['name']} on {name(acc)}")
     # --- storage: every stored weight ---
     ch.given("N_tot", spec["N_tot"], "total parameters (stored)", kind="derived",
-             source="utils.models.param_count" if spec["key"] else source)
+             source="utils.models.param_count" if spec["key"] else src("model"))
     is_moe = spec.get("E") is not None
     if is_moe:
         ch.given("N_a0", spec["N_a0"], "active parameters at the model's top-k", kind="derived",
@@ -142,14 +159,16 @@ def plan(spec: dict, acc, b_w: float, tps: float, u: float, n_ep: int, *, source
                  source=f"{spec['key']}.n_experts_per_token")
         own = spec["k"] == spec["k0"]
         ch.given("k", spec["k"], "routed experts per token, used", kind="spec" if own else "assumption",
-                 source=f"{spec['key']}.n_experts_per_token" if own else source)
+                 source=f"{spec['key']}.n_experts_per_token" if own else src("top_k_override"))
         ch.given("L_m", spec["L_m"], "MoE layers", kind="spec", source=f"{spec['key']}.n_layers - n_dense_layers")
         ch.given("P_e", spec["P_e"], "one routed expert: 3 x d_model x moe_d_ff", kind="derived",
                  source=f"{spec['key']}.d_model, moe_d_ff")
         ch.step("N_act", "N_a0 + (k - k_0)*L_m*P_e", "parameter", "active parameters (multiplied per token)")
     else:
-        ch.given("N_act", spec["N_a0"], "active parameters: all of them (dense)", kind="assumption", source=source)
-    ch.given("b_w", q(b_w, "byte/parameter"), "bytes per stored weight", kind="assumption", source=source)
+        ch.given("N_act", spec["N_a0"], "active parameters: all of them (dense)", kind="assumption",
+                 source=src("model"))
+    ch.given("b_w", q(b_w, "byte/parameter"), "bytes per stored weight", kind="assumption",
+             source=src("weight_bytes_per_param"))
     ch.step("W", "N_tot*b_w", "TB", "weight bytes: follow the total")
     ch.given("b_s", q(STATE_BYTES, "byte/parameter"), "training state per parameter (mixed-precision Adam)",
              kind="spec", source=ZERO_SRC)
@@ -165,8 +184,8 @@ def plan(spec: dict, acc, b_w: float, tps: float, u: float, n_ep: int, *, source
     ch.given("c_t", q(6, "FLOP/parameter/token"), "training FLOPs per active parameter per token", kind="derived",
              source="forward + backward (six-nd)")
     ch.step("F", "c_f*N_act", "GFLOP/token", "forward FLOPs per token: follow the active")
-    ch.given("X", q(tps, "token/s"), "throughput target", kind="assumption", source=source)
-    ch.given("u", u, "MFU: share of the peak reached", kind="assumption", source=source)
+    ch.given("X", q(tps, "token/s"), "throughput target", kind="assumption", source=src("tokens_per_second"))
+    ch.given("u", u, "MFU: share of the peak reached", kind="assumption", source=src("mfu"))
     _cat(ch, "R", acc, moe.tensor_rate_key(acc, b_w), "dense tensor peak for these weights", "TFLOP/s/GPU")
     _cat(ch, "R_t", acc, "bf16_dense", "dense bf16 peak (training)", "TFLOP/s/GPU")
     ch.solve("n_c", "n_c*u*R = X*F", "GPU", "GPUs whose FLOPs the forward passes fill")
@@ -177,7 +196,7 @@ def plan(spec: dict, acc, b_w: float, tps: float, u: float, n_ep: int, *, source
         return ch
     # --- the layout: experts over the expert-parallel group, the rest copied ---
     ch.given("E_r", spec["E"], "routed experts per MoE layer", kind="spec", source=f"{spec['key']}.n_routed_experts")
-    ch.given("n", n_ep, "GPUs in the expert-parallel group", kind="assumption", source=source)
+    ch.given("n", n_ep, "GPUs in the expert-parallel group", kind="assumption", source=src("n_gpus_ep"))
     ch.step("s", "ceiling(E_r/n)", "", "expert slots per GPU per layer (utils.serving.moe.slot_layout)")
     lay = layout(spec, n_ep)
     n_sh = spec.get("S", 0) if lay["shared_on_spares"] else 0
@@ -209,17 +228,23 @@ def plan(spec: dict, acc, b_w: float, tps: float, u: float, n_ep: int, *, source
     _cat(ch, "BW_nv", link, "bandwidth_unidirectional", "scale-up bandwidth per GPU, one way", "GB/s/GPU")
     _cat(ch, "BW_x", catalog.interconnect(SCALE_OUT), "bandwidth_unidirectional",
          "scale-out bandwidth per GPU, one way (one NIC each)", "GB/s/GPU")
+    ch.given("eta_l", q(eta, ""), "achieved share of a link's one-way peak (pairwise copies)",
+             kind=_LINK_MEASURED.kind if eta == LINK_DEFAULT else "assumption", source=src("link_fraction"))
+    ch.step("B_nv", "eta_l*BW_nv", "GB/s/GPU", "scale-up rate the all-to-all reaches")
+    ch.step("B_x", "eta_l*BW_x", "GB/s/GPU", "scale-out rate the all-to-all reaches")
     # --- one step: T_g tokens per GPU; the busiest GPU sets the pace ---
     ch.given("T_g", q(STEP_TOKENS, "token/GPU"), "tokens per GPU in one step", kind="assumption",
              source="this book's assumption: a large decode batch or a small prefill chunk; the ratios below do not depend on it")
+    if not step:
+        return ch
     ch.given("rho", router_imbalance(spec, n_ep, STEP_TOKENS * n_ep),
              "busiest GPU's load over the mean, uniform routing", kind="derived",
              source=("utils.serving.moe.imbalance: expected maximum of the group's loads (see Router imbalance)"
                      if n_ep <= spec["E"]
                      else "utils.serving.moe.redundant_imbalance: copies placed from past loads (see Redundant experts)"))
     ch.step("t_f", "T_g*F/(u*R)", "ms", "forward FLOPs of one step on one GPU")
-    ch.step("t_a", "rho*T_g*Max(A_nv/BW_nv, A_x/BW_x)", "ms", "all-to-all bytes of the step, busiest GPU")
-    ch.step("t_ib", "rho*T_g*A/BW_x", "ms", "the same bytes if every one crossed the scale-out NIC")
+    ch.step("t_a", "rho*T_g*Max(A_nv/B_nv, A_x/B_x)", "ms", "all-to-all bytes of the step, busiest GPU")
+    ch.step("t_ib", "rho*T_g*A/B_x", "ms", "the same bytes if every one crossed the scale-out NIC")
     ch.step("r_a", "t_a/t_f", "", "all-to-all over compute, this layout")
     ch.step("r_ib", "t_ib/t_f", "", "all-to-all over compute, all over the scale-out NIC")
     ch.step("R_in", "rho*T_g*(k + S_sp)*d*b_d*(n - 1)/n/tok", "MB/GPU", "dispatch bytes the busiest GPU receives per MoE layer")
@@ -227,14 +252,21 @@ def plan(spec: dict, acc, b_w: float, tps: float, u: float, n_ep: int, *, source
 
 
 def compute(p) -> Chain:
+    """The headline results' chain (storage, compute, layout, all-to-all bytes and links): closed form."""
     return plan(moe_spec(p.model, p.top_k_override), p.gpu, p.weight_bytes_per_param, p.tokens_per_second, p.mfu,
-                p.n_gpus_ep)
+                p.n_gpus_ep, p.link_fraction, source=lambda name: SPEC.source(p, name), step=False)
+
+
+def page_chain(p) -> Chain:
+    """The page's chain: compute()'s, then one step's links, imbalance and times (the step section's rows)."""
+    return plan(moe_spec(p.model, p.top_k_override), p.gpu, p.weight_bytes_per_param, p.tokens_per_second, p.mfu,
+                p.n_gpus_ep, p.link_fraction, source=lambda name: SPEC.source(p, name))
 
 
 def dense_reading(p) -> Chain:
     """Reading (b): a dense model of a trillion active parameters, on the parameters' deployment."""
     return plan(dense_spec(CLAIM["one_t"], "a dense 1T"), p.gpu, p.weight_bytes_per_param, p.tokens_per_second,
-                p.mfu, p.n_gpus_ep)
+                p.mfu, p.n_gpus_ep, p.link_fraction, source=lambda name: SPEC.source(p, name))
 
 
 def bytes_per_flop(ch) -> float:
@@ -271,6 +303,8 @@ def checks() -> dict:
     ds_spec = moe_spec(ds)
     # The all-to-all bytes by moving tokens: 64 tokens on an 8-GPU group, owner GPU = token index mod 8;
     # add the bytes of every (token, expert) pair whose expert lives elsewhere.
+    import numpy as np  # the seeded second route only: compute() needs no array
+
     rng = np.random.default_rng(7)
     n8, tok = 8, 64
     picks = moe.draw_experts(rng, tok, kimi["k"], kimi["E"])
@@ -363,10 +397,11 @@ def link_section(ch) -> tuple[dict, str]:
     links = [("NVLink (this GPU's scale-up)", ch["BW_nv"])] + [
         (catalog.interconnect(k).name, _per_gpu(catalog.interconnect(k)["bandwidth_unidirectional"], "GB/s/GPU"))
         for k in ("ib-ndr", "eth-400g", "ib-xdr")]
-    step = ch["rho"] * ch["T_g"] * ch["A"]
+    step = ch["rho"] * ch["T_g"] * ch["A"] / ch["eta_l"]      # at the achieved share of each link's peak
     rows = [[label, fmt(bw * q(1, "GPU")), fmt((step / bw).to("ms")), pct(as_float(step / bw / ch["t_f"], ""))]
             for label, bw in links]
-    return glue, table(["link (one way, per GPU)", "bandwidth", "all-to-all of one step", "over compute"], rows)
+    return glue, table(["link (one way, per GPU)", "peak", f"all-to-all of one step at {pct(as_float(ch['eta_l']))} of it",
+                        "over compute"], rows)
 
 
 SIM_STEPS = (1, 4, 16, 64, 256)   # tokens per GPU per step
@@ -403,6 +438,8 @@ def _small_share(x: float) -> str:
 
 
 def capacity_section(p, ch) -> tuple[dict, str]:
+    import numpy as np  # the seeded simulation's arrays
+
     k, E, n = int(ch["k"].m), moe.experts(p.model)["E"], p.n_gpus_ep
     T = STEP_TOKENS * n
     loads, _ = moe.simulate_loads(T, k, E, n, moe.simulation_trials(T, k, E, cap=100), seed=1)
@@ -435,8 +472,8 @@ RHO_SKEW = 2.0   # an illustrative skewed router: the busiest GPU at twice the m
 
 def incast_glue(p, ch) -> dict:
     return {"incast-senders": count(p.n_gpus_ep - 1, "GPU"), "incast-bytes": fmt((ch["R_in"] * q(1, "GPU")).to("MB")),
-            "incast-time-nv": fmt((ch["R_in"] / ch["BW_nv"]).to("µs")),
-            "incast-time-ib": fmt((ch["R_in"] / ch["BW_x"]).to("µs")), "incast-rho2": num(RHO_SKEW),
+            "incast-time-nv": fmt((ch["R_in"] / ch["B_nv"]).to("µs")),
+            "incast-time-ib": fmt((ch["R_in"] / ch["B_x"]).to("µs")), "incast-rho2": num(RHO_SKEW),
             "incast-bytes-2": fmt((ch["R_in"] * q(1, "GPU") * RHO_SKEW / ch["rho"]).to("MB")),
             "incast-oversub": f"{p.n_gpus_ep - 1} times"}
 
@@ -461,6 +498,8 @@ def simulation_checks() -> dict:
     {name: (simulated, formula, tolerance)}. For the formula: 4 standard errors of the simulated mean plus
     the Cornish-Fisher skew term gamma (e_n^2 - 1)/6 sigma, gamma = 1/sqrt(mean load), which the Gaussian
     formula leaves out."""
+    import numpy as np  # the seeded simulations' arrays
+
     kimi = moe_spec(catalog.model(CLAIM["model"]))
     k, E, out = kimi["k"], kimi["E"], {}
     for S in (64, 256):
@@ -484,6 +523,8 @@ def simulation_checks() -> dict:
 
 def storage_compute_curves(p, ratios) -> dict:
     """GPUs for a '1T' model against the total-to-active ratio, both readings (the figure's left panel)."""
+    import numpy as np  # the figure's curves
+
     ch = compute(p)
     cap = as_float(ch["C"], "GB/GPU")
     per_gpu = as_float(ch["u"] * ch["R"], "FLOP/s/GPU")
@@ -512,7 +553,7 @@ def imbalance_curve(p, n: int, steps) -> list[float]:
 
 def _with(p, **over) -> Chain:
     kw = dict(spec=moe_spec(p.model, p.top_k_override), acc=p.gpu, b_w=p.weight_bytes_per_param,
-              tps=p.tokens_per_second, u=p.mfu, n_ep=p.n_gpus_ep)
+              tps=p.tokens_per_second, u=p.mfu, n_ep=p.n_gpus_ep, eta=p.link_fraction)
     kw.update(over)
     return plan(**kw)
 
@@ -539,9 +580,9 @@ def exercises(p, ch) -> dict:
     ka = checks()["ka"]
     kimi_ratio = as_float(ka["N_tot"] / ka["N_act"], "")
     ex1 = plan(dense_spec(CLAIM["one_t"] * kimi_ratio, "1T active at Kimi K2's ratio"), p.gpu,
-               p.weight_bytes_per_param, p.tokens_per_second, p.mfu, p.n_gpus_ep)
+               p.weight_bytes_per_param, p.tokens_per_second, p.mfu, p.n_gpus_ep, p.link_fraction)
     ex2 = plan(moe_spec(catalog.model("deepseek-v3")), catalog.accelerator("h100-sxm"), p.weight_bytes_per_param,
-               p.tokens_per_second, p.mfu, 8)
+               p.tokens_per_second, p.mfu, 8, p.link_fraction)
     k, E = int(ch["k"].m), moe.experts(p.model)["E"]
     lo, hi = 1, 1 << 16
     while hi - lo > 1:   # bisection on whole tokens per GPU: rho falls monotonically with the step
@@ -592,9 +633,9 @@ def ep320_section() -> tuple[dict, str]:
                   for pl, (busiest, rho) in rows.items()]
     # the wire at the report's step: T tokens over the n GPUs, each token's bytes split by the chain's shares
     tok_gpu = q(T / x["n"], "token")
-    t_nv = (tok_gpu * ch["A_nv"] / ch["BW_nv"] / q(1, "GPU")).to("ms")
-    t_x = (tok_gpu * ch["A_x"] / ch["BW_x"] / q(1, "GPU")).to("ms")
-    t_nv_h800 = (tok_gpu * ch["A_nv"] / H800_NVLINK).to("ms")
+    t_nv = (tok_gpu * ch["A_nv"] / ch["B_nv"] / q(1, "GPU")).to("ms")
+    t_x = (tok_gpu * ch["A_x"] / ch["B_x"] / q(1, "GPU")).to("ms")
+    t_nv_h800 = (tok_gpu * ch["A_nv"] / (ch["eta_l"] * H800_NVLINK)).to("ms")
     rho_stat = rows["statistics"][1]
     t_f = (tok_gpu * ch["t_f"] / ch["T_g"] / q(1, "GPU")).to("ms")
     ratio = as_float(rho_stat * max(t_nv, t_x) / t_f, "")
@@ -623,4 +664,4 @@ def ep320_section() -> tuple[dict, str]:
                         "over a routed expert's mean", "$\\rho$ over all GPUs"], table_rows)
 
 
-SPEC = Spec("moe-total-vs-active", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)
+SPEC = Spec("moe-total-vs-active", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED, closed_form=True)

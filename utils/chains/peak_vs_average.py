@@ -14,7 +14,7 @@ from utils.params import Param, ParameterError, Result, Spec
 from utils.serving import autoscale
 from utils.serving.autoscale import DT_S, breakdown, fleet, gpu_hours, load_curve, steepest_rise
 from utils.units import fmt, pct, q
-from utils.verdicts import READING, WRONG, Claim
+from utils.verdicts import UNCHECKABLE, Claim
 
 PARAMETERS = (
     Param("peak_to_mean", 3.0, "busiest moment of the day over the day's mean load",
@@ -118,15 +118,17 @@ def compute(p) -> Chain:
 # --- one replica's capacity and start-up time ------------------------------------------------------
 def replica_capacity(model="llama-3-70b", gpu="h100-sxm", gpus=8, context=4096, rate=20.0, bytes_per=2.0) -> dict:
     """The replica-sizing reading: users whose full caches fit (memory binds), times the promised rate, with
-    the decode roofline floor at that batch as a check that the rate is met."""
+    the decode step at that batch, at the achieved share of HBM bandwidth (utils.roofline), as a check that the
+    rate is met."""
     m, acc, chip = catalog.model(model), catalog.accelerator(gpu), roofline.chip(gpu)
     util = catalog.entry("software", "vllm")["gpu_memory_utilization"].q
     weights = models.weight_bytes(m, bytes_per)
     budget = gpus * acc.q("hbm_capacity") * util - weights
     per_user = models.kv_copies(m, gpus) * models.kv_bytes_per_token(m, bytes_per) * q(context, "token")
     users = int(np.floor(as_float(budget / per_user, "")))
-    step = ((weights + users * per_user) / (gpus * chip.bandwidth)).to("ms")
-    return dict(users=users, tps=q(users * rate, "token/s"), step=step, rate_floor=q(1, "token") / step,
+    share = roofline.FRACTIONS[1]            # no step reads at the datasheet's roof
+    step = ((weights + users * per_user) / (gpus * share * chip.bandwidth)).to("ms")
+    return dict(users=users, tps=q(users * rate, "token/s"), step=step, rate_floor=q(1, "token") / step, share=share,
                 rate=q(rate, "token/s"), context=q(context, "token"), gpus=gpus, weights=weights.to("GB"))
 
 
@@ -201,23 +203,22 @@ def checks() -> dict:
 def claims() -> list[Claim]:
     ck = checks()
     cc, P0 = ck["cc"], CLAIM["peak_to_mean"]
-    exact = abs(cc["u_0"].m - 1 / P0) < 1e-12 and abs(ck["whole"]["u"].m - 1 / P0) < 1e-12
     ratio_bill = (cc["D_s"] / cc["D_use"]).m
+    # The source's one number is the ratio, and a fleet the peak's size averaging one over it is that ratio by
+    # definition (the page asserts the identity: a residual by construction, not a check). "Average sets the bill"
+    # is false of the static fleet the sentence sizes, whose invoice the peak sets, and true only of a fleet that
+    # follows the load, which the source does not describe: no reading of its own words makes the sentence checkable.
     return [Claim(
         "peak-average", quote=QUOTE, source=SOURCE,
         claimed=f"a static fleet for a {P0:g}x peak averages {pct(1 / P0)} before headroom",
-        derived=f"{pct(cc['u_0'])} before headroom, {pct(cc['u'])} with {pct(CLAIM['headroom'])} headroom and whole "
-                f"replicas; {pct(1 - cc['u'].m)} of its GPU-hours idle",
-        verdict=READING if exact else WRONG,
-        reading=('"Peak sets the fleet" as a fleet held all day at the size of the peak, "average sets the bill" as '
-                 'the GPU-hours the average load needs (what a fleet that followed the load exactly would be billed), '
-                 'and "the ratio between them is idle money" as the static fleet\'s cost over that bill, the excess '
-                 'paid for idle GPUs'),
-        nearest_true="" if exact else f"a static fleet for a {P0:g}x peak averages {pct(cc['u_0'])}",
-        reason=f"A fleet exactly the size of a {P0:g}x peak averages {pct(cc['u_0'])} whatever the shape of the "
-               f"day, {pct(cc['u'])} with this page's {pct(CLAIM['headroom'])} headroom and whole replicas, so its cost is "
-               f"{ratio_bill:.2f} times what the average load is worth; but a static fleet's own invoice is set "
-               f"by the peak, and only a fleet that follows the load is billed at the average.")]
+        derived=f"{pct(cc['u_0'])} before headroom (one over the ratio, by definition), {pct(cc['u'])} with this "
+                f"book's {pct(CLAIM['headroom'])} headroom and whole replicas; {pct(1 - cc['u'].m)} of its GPU-hours idle",
+        verdict=UNCHECKABLE,
+        reason=f"A fleet exactly the size of a {P0:g}x peak averages {pct(cc['u_0'])} by the definition of the ratio, "
+               f"so the arithmetic restates the source's one number; and \"average sets the bill\" is not true of "
+               f"that static fleet, whose invoice the peak sets, only of a fleet that follows the load, which the "
+               f"source does not describe. The book's own figures: {pct(cc['u'])} with its {pct(CLAIM['headroom'])} "
+               f"headroom and whole replicas, a cost {ratio_bill:.2f} times what the average load is worth.")]
 
 
 def check_texts() -> dict:

@@ -18,7 +18,7 @@ from utils.display import table
 from utils.params import Param, ParameterError, Result, Spec
 from utils.roofline import FRACTIONS, add_fraction_inputs, fraction_params
 from utils.training import collectives, zero_bytes_per_param
-from utils.units import fmt, pct, q
+from utils.units import fmt, listing, pct, q
 from utils.verdicts import UNCHECKABLE, Claim
 
 PARAMETERS = (
@@ -238,6 +238,7 @@ QUOTE = ("Generation is a decode workload and the update is a training workload,
          "to happen every step, the ratio of actor to learner GPUs that follows, and the idle time that "
          "on-policy training builds in.")
 CLAIM = dict(broadcast_gb=141)
+DEFAULT_MODEL = "llama-3-70b"     # the book's default model, the chain's reading when it matches
 CLAIM_INPUTS = dict(gpu="h100-sxm", link="ib-ndr", rollout_tokens_per_step=4194304.0, mean_context_tokens=1536.0,
                     decode_batch=256, actor_gpus_per_replica=8, mfu=0.4, n_actor_gpus=64, n_learner_gpus=64)
 
@@ -246,6 +247,12 @@ def matching_readings() -> list[tuple[str, float]]:
     """Every catalog model and width (1, 2 or 4 bytes per weight) whose weights round to the claim's figure."""
     return [(k, b) for k in catalog.keys("model") for b in (1.0, 2.0, 4.0)
             if round(as_float(models.weight_bytes(catalog.model(k), b), "GB")) == CLAIM["broadcast_gb"]]
+
+
+def matched_names(hits) -> str:
+    """The matching readings as prose: each model's name, its width where it is not bf16."""
+    return listing(catalog.model(k).name + ("" if b == 2.0 else f" at {fmt(q(b, 'byte/parameter'))}")
+                   for k, b in hits) or "none"
 
 
 def claim_chain(model="llama-3-70b", b_w=2.0) -> Chain:
@@ -279,8 +286,12 @@ def readings(cc) -> list[tuple[str, object, object, bool]]:
 
 def claims() -> list[Claim]:
     hits = matching_readings()
-    cc = claim_chain(*hits[0]) if hits else claim_chain()
-    m = catalog.model(hits[0][0]) if hits else catalog.model("llama-3-70b")
+    # the chain follows the book's default model where it is one of the matches (a match need not fit the claim's
+    # decode batch: Chinchilla's full-head KV cache does not)
+    main = next((h for h in hits if h[0] == DEFAULT_MODEL), hits[0] if hits else (DEFAULT_MODEL, 2.0))
+    cc = claim_chain(*main)
+    m = catalog.model(main[0])
+    matched = matched_names(hits)
     published = (m.q("params_total") * q(2, "byte/parameter")).to("GB") if "params_total" in m else None
     return [Claim(
         "broadcast", quote=QUOTE, source="spec/001, paragraph on RL post-training",
@@ -288,8 +299,8 @@ def claims() -> list[Claim]:
         derived=f"{fmt(cc['W_b'], digits=4)} ({m.name}, {fmt(cc['N_s'], digits=4)} counted, bf16)",
         verdict=UNCHECKABLE,
         reason=(f"The sentence names no model and no precision, so the figure cannot be checked, only matched: of "
-                f"the catalog's models at one, two and four bytes per weight only {m.name} in bf16 gives it "
-                f"({fmt(cc['W_b'], digits=4)} counted; {fmt(published)} from the published count; "
+                f"the catalog's models at one, two and four bytes per weight, {matched} (bf16 unless named) give it; "
+                f"the chain follows {m.name} ({fmt(cc['W_b'], digits=4)} counted; {fmt(published)} from the published count; "
                 f"{fmt(cc['W_b'].to('GiB'))} in binary units); sent every step only in a full-parameter update, "
                 f"in {fmt(cc['t_b'])} as one pipelined broadcast over the fabric."))]
 
@@ -361,7 +372,8 @@ def check_section() -> tuple[dict, str]:
     glue = {"c-n": fmt(cc["N_s"], digits=4), "c-gb": fmt(cc["W_b"], digits=4), "c-gib": fmt(cc["W_b"].to("GiB")),
             "c-pub": fmt(pub), "c-h200": fmt(ck["h200"]), "c-tb": fmt(cc["t_b"]), "c-tsh": fmt(cc["t_sh"]),
             "c-bits": fmt(ck["t_bits"]), "c-nic-bits": fmt(ck["nic_bits"]), "c-rho": fmt(cc["rho"]),
-            "c-fb": pct(cc["f_b"]), "claim-gb": fmt(q(CLAIM["broadcast_gb"], "GB"))}
+            "c-fb": pct(cc["f_b"]), "claim-gb": fmt(q(CLAIM["broadcast_gb"], "GB")),
+            "c-matched": matched_names(ck["hits"])}
     rows = [[label, fmt(n_), fmt(v, digits=4), "yes" if hit else "no"] for label, n_, v, hit in ck["readings"]]
     return glue, table(["reading", "parameters", "bytes", "rounds to the claim"], rows)
 

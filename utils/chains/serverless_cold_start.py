@@ -22,7 +22,7 @@ from utils.params import Param, ParameterError, Result, Spec
 from utils.serving import cold_start as cs
 from utils.serving import warm_pool as wp
 from utils.units import duration, fmt, pct, q
-from utils.verdicts import READING, WRONG, Claim
+from utils.verdicts import UNCHECKABLE, Claim
 
 SIMULATION = "seeded Poisson arrivals at the warm pool (utils.serving.warm_pool.simulate), checking the Poisson tail"
 
@@ -111,7 +111,7 @@ RESULTS = (
 
 WEIGHT_RATE = {"object-store": "object_store_rate", "nvme": "nvme_rate"}
 SIM_N, SIM_SEED = 20000, 7
-BUDGET_S = 10.0     # the claim's "within seconds", read as under ten seconds
+BUDGET_S = 10.0     # this book's stand-in for "within seconds" (the source gives no threshold): its scenario's bar
 
 
 def pool_and_idle(rate, start_s, target):
@@ -279,7 +279,8 @@ def sim_check(p=None, n=SIM_N, seed=SIM_SEED) -> dict:
 
 @memoised
 def checks() -> dict:
-    """The claim's chain, the warm pool simulated, the verdict's test, and the cold start's timelines."""
+    """The claim's chain, the warm pool simulated, the book's own scenario check (`ok`: cold over the book's bar,
+    snapshot under it, the pool as simulated, a positive margin; the page's, not the verdict's), and the timelines."""
     p = claim_inputs()
     ch = chain(p)
     sim = sim_check(p)
@@ -294,21 +295,23 @@ def checks() -> dict:
 
 def claims() -> list[Claim]:
     ck = checks()
-    p, ch, sim, ok = ck["p"], ck["chain"], ck["sim"], ck["ok"]
+    p, ch, sim = ck["p"], ck["chain"], ck["sim"]
     at_k = sim["runs"][sim["k"]]
     return [Claim(
         "within-seconds", quote=QUOTE, source="spec/000, paragraph on serverless GPUs",
         claimed="a model running within seconds of a request, billed only for its seconds",
         derived=f"cold start {duration(ch['T_c'])}, snapshot {duration(ch['T_s'])}, pool of {fmt(ch['k_s'])} "
                 f"warm instances, margin {pct(ch['m_s'])}",
-        verdict=READING if ok else WRONG,
-        reading=f"'within seconds' read as under {duration(q(BUDGET_S, 's'))}, for all but {pct(p.target)} of "
-                f"requests: kept by a snapshot start and a warm pool the provider pays for, not by a cold start",
-        nearest_true="" if ok else "a cold start takes longer than the promise; a warm pool and a snapshot keep it",
-        reason=f"A cold start of {p.model.name} takes {duration(ch['T_c'])}, the image alone "
-               f"{duration(ch['t_img'])}; a snapshot start takes {duration(ch['T_s'])}, and a pool of "
-               f"{fmt(ch['k_s'])} warm instances leaves {pct(at_k['formula'])} of requests to meet one "
-               f"(simulated: {pct(at_k['sim'])}), at a margin of {pct(ch['m_s'])} on the seconds billed.")]
+        # "Within seconds" names no threshold and no share of requests, and the margin needs a model, traffic and
+        # a price the source never gives: the page's under-ten-seconds bar and its margin are the book's own.
+        verdict=UNCHECKABLE,
+        reason=f"The source gives no time, model, traffic or price: \"within seconds\" names no threshold and no "
+               f"share of requests, and \"charging only for the seconds it runs\" leaves the provider's margin to a "
+               f"model, traffic and price of the book's choosing. The book's own figures: a cold start of "
+               f"{p.model.name} takes {duration(ch['T_c'])}, the image alone {duration(ch['t_img'])}; a snapshot start "
+               f"takes {duration(ch['T_s'])}, and a pool of {fmt(ch['k_s'])} warm instances leaves "
+               f"{pct(at_k['formula'])} of requests to meet one (simulated: {pct(at_k['sim'])}), at a margin of "
+               f"{pct(ch['m_s'])} on the seconds billed.")]
 
 
 # --- figures, tables, what changes, exercises --------------------------------------------------------------

@@ -61,9 +61,10 @@ RESULTS = (
            of="B_q"),
     Result("incident_burn_rate", "", "Burn rate during the incident", of="b"),
     Result("exhaustion_time", "hour", "Time the incident takes to spend the whole budget", of="T_x"),
-    Result("fast_burn_threshold", "", "Fast rule's burn rate (2% of the budget in an hour)", of="k_f"),
-    Result("detection_minutes", "min", "From the failure to the page (closed form)", of="t_d"),
-    Result("budget_share_at_page", "", "Budget spent when the fast rule fires (any failure)", of="s_d", percent=True),
+    Result("fast_burn_threshold", "", "Burn rate of the first alert to fire (the hour's page, the six hours' page "
+           "or the three days' ticket)", of="k_f"),
+    Result("detection_minutes", "min", "From the failure to the first alert (closed form)", of="t_d"),
+    Result("budget_share_at_page", "", "Budget spent when the first alert fires (any failure)", of="s_d", percent=True),
     Result("detection_gap", "min", "Detection gap: the failure to a person looking", of="t_g"),
     Result("burned_rollback_first", "min", "Budget burned, rolling back first", of="M_rb"),
     Result("burned_logs_first", "min", "Budget burned, reading logs first", of="M_lg"),
@@ -83,17 +84,44 @@ def validate(p):
     if p.baseline_bad_share >= p.incident_bad_share:
         raise ParameterError(f"baseline_bad_share must be below incident_bad_share ({p.incident_bad_share!r}), "
                              f"got {p.baseline_bad_share!r}")
-    if p.baseline_bad_share >= fast_rule(p.period_days).burn * (1 - p.objective):
-        raise ParameterError(f"baseline_bad_share={p.baseline_bad_share!r} already pages the fast rule every day")
-    if p.incident_bad_share < fast_rule(p.period_days).burn * (1 - p.objective):
-        raise ParameterError(f"incident_bad_share={p.incident_bad_share!r} is below the fast rule's threshold "
-                             f"({fast_rule(p.period_days).burn * (1 - p.objective):.4g}): it never pages")
     if p.period_days * 1440 < 60 or p.period_days > 366:
         raise ParameterError(f"period_days must be between an hour and a year, got {p.period_days!r}")
+    if p.baseline_bad_share >= fast_rule(p.period_days).burn * (1 - p.objective):
+        raise ParameterError(f"baseline_bad_share={p.baseline_bad_share!r} already pages the fast rule every day")
+    if first_alert(p) is None:
+        b = p.incident_bad_share / (1 - p.objective)
+        raise ParameterError(f"incident_bad_share={p.incident_bad_share!r} burns the budget at {b:.3g}x (spent in "
+                             f"{p.period_days / b:.3g} days): no workbook alert fires above this baseline, so there is "
+                             "no detection to compute")
 
 
 def fast_rule(period_days: float) -> slo.Rule:
     return slo.workbook_rules(period_days * 86400.0)[0]
+
+
+def first_alert(p) -> slo.Rule | None:
+    """The workbook rule whose long window first reaches its burn rate for this step failure (the fastest of the two
+    pages and the ticket), or None when none does: the incident is slower than the budget's own period. A rule the
+    baseline alone holds at its threshold fires every day and detects nothing: it is left out."""
+    times = [(slo.detection_time(p.incident_bad_share, p.objective, r.burn, r.long_s, p.baseline_bad_share), i, r)
+             for i, r in enumerate(slo.workbook_rules(p.period_days * 86400.0))
+             if p.baseline_bad_share < r.burn * (1 - p.objective)]
+    t, _, rule = min(times)
+    return rule if math.isfinite(t) else None
+
+
+def alert_rows(objective: float = 0.999, period_days: float = 30.0, shares=(0.001, 0.002, 0.01, 1.0)) -> list[list[str]]:
+    """The workbook's Table 5-4 re-derived: for each error rate its burn rate, the time the budget lasts and the first
+    alert to fire (on a quiet baseline)."""
+    T = period_days * 86400.0
+    rows = []
+    for e in shares:
+        b = e / (1 - objective)
+        times = [(slo.detection_time(e, objective, r.burn, r.long_s), r) for r in slo.workbook_rules(T)]
+        t, r = min(times, key=lambda x: x[0])
+        rows.append([pct(e), fmt(b), duration(slo.exhaustion_time(b, T)),
+                     f"{r.severity}, {r.name}, after {duration(t)}" if math.isfinite(t) else "none"])
+    return rows
 
 
 # --- the simulated incident --------------------------------------------------------------------------
@@ -101,11 +129,12 @@ HISTORY_MIN = 360        # normal traffic before the failure, minutes
 AFTER_MIN = 120          # normal traffic after the rollback
 
 
-def simulate(objective, period_days, e, e0, per_minute, t_end_min, seed, rules=None) -> dict:
-    """A failure at minute HISTORY_MIN that lasts t_end_min minutes, the per-minute counts seeded; each
-    rule evaluated every minute. Detection: minutes from the failure to the first firing sample's end."""
+def simulate(objective, period_days, e, e0, per_minute, t_end_min, seed, rules=None, history=HISTORY_MIN) -> dict:
+    """A failure at minute `history` that lasts t_end_min minutes, the per-minute counts seeded; each
+    rule evaluated every minute. Detection: minutes from the failure to the first firing sample's end. The history
+    must fill the long window of the rule being read, or that window averages over less than its length."""
     rules = rules or slo.workbook_rules(period_days * 86400.0)
-    start = HISTORY_MIN
+    start = history
     end = start + int(math.ceil(t_end_min))
     total, bad = slo.incident_series(end + AFTER_MIN, start, end, e, per_minute=per_minute, baseline=e0, seed=seed)
     fired = slo.evaluate(total, bad, 60.0, objective, rules)
@@ -125,7 +154,10 @@ def budget_chain(p, *, source="parameters cell") -> Chain:
     """source: one source for every input (a check's own reading), or a function of the parameter's name (compute
     passes the spec's, so a default cites its own)."""
     src = source if callable(source) else (lambda name: source)
-    rule = fast_rule(p.period_days)
+    rule = first_alert(p) or fast_rule(p.period_days)
+    fast = rule == fast_rule(p.period_days)
+    what = "fast rule" if fast else f"first alert to fire ({rule.severity}, {rule.name})"
+    share = next(w[3] for w, r in zip(slo.WORKBOOK, slo.workbook_rules(p.period_days * 86400.0)) if r == rule)
     ch = Chain("Error budget, burn rate, detection and rollback")
     ch.given("o", q(p.objective, ""), "objective: share of requests good", kind="assumption", source=src("objective"))
     ch.given("T", q(p.period_days, "day"), "period", kind="assumption", source=src("period_days"))
@@ -140,11 +172,13 @@ def budget_chain(p, *, source="parameters cell") -> Chain:
              source=src("baseline_bad_share"))
     ch.step("b", "e/(1 - o)", "", "burn rate during the incident")
     ch.step("T_x", "T/b", "hour", "time to spend the whole budget at that rate")
-    ch.given("s_f", q(slo.WORKBOOK[0][3], ""), "fast rule: share of the budget worth a page", kind="spec",
-             source="SRE workbook, Table 5-8")
-    ch.given("W_f", q(rule.long_s, "s").to("hour"), "fast rule's long window", kind="spec", source="SRE workbook")
-    ch.step("k_f", "s_f*T/W_f", "", "fast rule's burn rate")
-    ch.step("t_d", "W_f*(k_f*(1 - o) - e_0)/(e - e_0)", "min", "failure to page: the hour's share reaches k(1 - o)")
+    ch.given("s_f", q(share, ""), f"{what}: share of the budget worth " + ("a page" if fast else f"a {rule.severity}"),
+             kind="spec", source="SRE workbook, Table 5-8")
+    ch.given("W_f", q(rule.long_s, "s").to("hour"), f"{what}'s long window", kind="spec", source="SRE workbook")
+    ch.step("k_f", "s_f*T/W_f", "", f"{what}'s burn rate")
+    ch.step("t_d", "W_f*(k_f*(1 - o) - e_0)/(e - e_0)", "min",
+            "failure to page: the hour's share reaches k(1 - o)" if fast else
+            f"failure to {rule.severity}: the window's share reaches k(1 - o)")
     ch.step("s_d", "k_f*W_f/T", "", "budget spent when it fires: independent of e")
     ch.given("t_a", q(p.ack_minutes, "min"), "page to a person looking", kind="assumption", source=src("ack_minutes"))
     ch.step("t_g", "t_d + t_a", "min", "detection gap: broken before anyone knew")
@@ -170,10 +204,13 @@ def budget_chain(p, *, source="parameters cell") -> Chain:
 
 def compute(p) -> Chain:
     ch = budget_chain(p, source=lambda name: SPEC.source(p, name))
-    t_on = as_float(ch["t_g"] + ch["t_rb"], "min")
+    # The incident runs until the rollback, and at least twice the closed form's detection: a failure right at a
+    # rule's threshold crosses it only by the counts' noise, which a longer run gives the time to.
+    t_on = max(as_float(ch["t_g"] + ch["t_rb"], "min"), 2 * as_float(ch["t_d"], "min"))
+    rule = first_alert(p) or fast_rule(p.period_days)
     sim = simulate(p.objective, p.period_days, p.incident_bad_share, p.baseline_bad_share, p.requests_per_minute,
-                   t_on, p.seed)
-    got = sim["detect"][fast_rule(p.period_days).name]
+                   t_on, p.seed, history=max(HISTORY_MIN, math.ceil(rule.long_s / 60)))
+    got = sim["detect"][rule.name]
     how = "utils.fleet.slo.evaluate on a seeded incident, one sample a minute"
     ch.given("t_sim", q(got if got is not None else float("nan"), "min"), "failure to page (simulated)",
              kind="derived", source=how)

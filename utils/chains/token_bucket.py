@@ -15,7 +15,7 @@ from utils.chain import Chain, as_float, memoised
 from utils.components.token_bucket import FakeClock, TokenBucket, UnguardedBucket, drive, max_admitted, retry_after_header
 from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, num, q
-from utils.verdicts import HOLDS, WRONG, Claim
+from utils.verdicts import HOLDS, UNCHECKABLE, Claim
 
 PARAMETERS = (
     Param("rate", 10.0, "r: the sustained limit, requests per second", unit="request/s",
@@ -167,6 +167,7 @@ CLAIM = dict(rate=10.0, burst=50, offered_rate=20.0, window=10.0, clock_step=360
 QUOTE = ("Two parameters, one lazy refill and one lock. What capacity and rate each control and why "
          "conflating them is the usual bug, the clock choice that avoids a whole class of failure, and the "
          "retry-after value that turns a rejection into something a client can act on.")
+USUAL_QUOTE = "why conflating them is the usual bug"      # how often: judged on its own
 
 
 @memoised                         # the runs are deterministic: the page and the claim share one
@@ -200,20 +201,27 @@ def claims() -> list[Claim]:
     rt = f"{num(C['rate'])} requests per second"
     return [Claim(
         "capacity-rate-clock", quote=QUOTE, source="spec/001 (the token-bucket paragraph)",
-        claimed="capacity and rate control different things; a monotonic clock avoids a class of failure; "
-                "retry-after is actionable",
+        claimed="capacity and rate control different things and conflating them is a bug; a monotonic clock "
+                "avoids a class of failure; retry-after is actionable",
         derived=f"a limit of {rt} with a burst of {num(C['burst'])}: capacity = rate admits {ck['conflated']:,} of "
                 f"{fmt(ck['bound'])}; a forward wall-clock step admits {ck['forward']:,}; waiting the retry-after "
                 f"of {fmt(ck['ra']['retry_after'])} s is admitted",
-        verdict=HOLDS if ok else WRONG,
-        nearest_true="" if ok else "not every one of the three changes the bucket's behaviour",
+        # Each part run on the book's scenario (the source names none): a part that failed to show would be the
+        # scenario's limit, not the claim's, so that branch leaves the claim unchecked rather than refuted.
+        verdict=HOLDS if ok else UNCHECKABLE,
         reason=f"built with capacity = rate the bucket admits {ck['conflated']:,} of the {fmt(ck['bound'])} the policy "
                f"allows, and under a one-second limit lets {ck['strict_conf_max']:,} through in one second; a wall clock "
                f"stepped forward admits {ck['forward']:,} and an unguarded one stepped back refuses for "
                f"{fmt(ck['unguarded_ra'], digits=4)} s, the monotonic clock keeps {ck['mono']:,}; a client that waits the "
                f"quoted {fmt(ck['ra']['retry_after'])} s is admitted and one that comes a millisecond early is not "
-               f"(how often the conflation is the bug in practice, the source does not count, and this page does "
-               f"not judge).")]
+               f"(that the conflation is the usual bug is judged on its own)."),
+        Claim(
+        "usual-bug", quote=USUAL_QUOTE, source="spec/001 (the token-bucket paragraph)",
+        claimed="conflating capacity and rate is the usual rate-limiter bug",
+        derived="not derived: the source counts no rate limiters and no bugs",
+        verdict=UNCHECKABLE,
+        reason="'the usual bug' says how often, and the source counts no rate limiters, incidents or other bugs to "
+               "rank it against; this page's runs show the conflation is a bug, not that it is the most common one.")]
 
 
 # --- the page's tables, figure, what changes, exercises --------------------------------------------

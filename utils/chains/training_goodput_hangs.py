@@ -42,7 +42,8 @@ PARAMETERS = (
           source=RESTART_SOURCE),
     Param("timeout_minutes", 10.0, "collective timeout that fires the watchdog", unit="minute",
           source="PyTorch PR #110947, 'Change ProcessGroupNCCL default timeout to 10 min' "
-                 "(github.com/pytorch/pytorch/pull/110947, read 2026-12-01): init_process_group's NCCL default"),
+                 "(github.com/pytorch/pytorch/pull/110947, read 2026-12-01): the default of PyTorch's ProcessGroupNCCL "
+                 "watchdog (NCCL itself has no timeout)"),
     Param("short_timeout_minutes", 1.0, "a smaller timeout, set explicitly with timeout=", unit="minute",
           source="this book's assumption: a step takes seconds, so a minute is ample headroom"),
     Param("price", "h100-rental", "GPU-hour prices: a catalog price key (its one-year contract rate)",
@@ -79,7 +80,7 @@ def goodput_chain(n_gpus, rate, unplanned, hang, delta_min, restart_min, timeout
     ch.step("tau", TAU_FORMULA, "minute", "Young's checkpoint interval")
     ch.given("t_0", q(restart_min, "minute"), "restart once detected", kind="assumption", source=src("restart_minutes"))
     ch.given("h", q(hang, ""), "share of interruptions that are hangs", kind="assumption", source=src("hang_fraction"))
-    ch.given("t_w", q(timeout_min, "minute"), "collective timeout (NCCL default)", kind="spec",
+    ch.given("t_w", q(timeout_min, "minute"), "collective timeout (PyTorch ProcessGroupNCCL's default)", kind="spec",
              source=src("timeout_minutes"))
     ch.step("t_r", "t_0 + h*t_w", "minute", "mean stall per interruption")
     ch.step("G", GOODPUT_FORMULA, "", "goodput: productive time over wall time")
@@ -142,7 +143,7 @@ def clue() -> dict:
 
 
 def claims() -> list[Claim]:
-    t_w = q(SPEC.defaults()["timeout_minutes"], "minute")     # NCCL's default, the parameter's source
+    t_w = q(SPEC.defaults()["timeout_minutes"], "minute")     # ProcessGroupNCCL's default (the parameter's source)
     c = clue()
     same = c["hang"]["nvml_util"] == c["work"]["nvml_util"] == 1.0
     return [
@@ -160,7 +161,8 @@ def claims() -> list[Claim]:
         Claim("minutes", quote=QUOTE_MINUTES, source="spec/001, paragraph on hangs and full GPU utilisation",
               claimed="in minutes", derived=f"the watchdog fires after {duration(t_w)}",
               verdict=READING,
-              reason=f"no rank is named until the timeout fires, {duration(t_w)} at NCCL's default; the "
+              reason=f"no rank is named until the timeout fires, {duration(t_w)} at PyTorch ProcessGroupNCCL's "
+                     "default (NCCL itself has none); the "
                      "sequence-number comparison after it is one read per rank, so the whole finds the rank "
                      "in minutes",
               reading="'finds the mismatched rank in minutes', read as minutes counted from the hang, the watchdog's "
