@@ -5,12 +5,13 @@ import pytest
 from utils import catalog, chains
 from utils.chains import playground_abuse as chapter
 from utils.params import ParameterError
-from utils.verdicts import READING
+from utils.verdicts import UNCHECKABLE
 
 
-def test_priority_claim_holds_under_its_reading():
+def test_priority_claim_cannot_be_checked_and_shows_the_books_figures():
+    """Strict priority bypasses the backlog by construction, and the scenario is the book's: nothing to check."""
     (c,) = chapter.claims()
-    assert c.verdict == READING and c.reading
+    assert c.verdict == UNCHECKABLE and not c.reading and not c.nearest_true and "book's" in c.derived
     ch = chapter.priority_chain(**chapter.CLAIM)
     assert ch["W_paid"].to("s").m == pytest.approx(15 / (100 * 64))
     assert ch["W_free"].to("s").m == pytest.approx(0.25 * 600)
@@ -45,7 +46,7 @@ def test_a_real_bucket_admits_its_bound_in_a_day():
 
 @pytest.mark.parametrize("name, value", [("open_sessions", -1.0), ("abusive_share", 1.0), ("output_cap", 3000),
                                          ("answer_tokens", 1200), ("utilization", 0.0), ("model", "no-such-model"),
-                                         ("user_burst", 2.5), ("kv_bytes_per_token", 1.0)])
+                                         ("user_burst", 2.5), ("kv_bytes_per_token", 0.0)])
 def test_bad_input_is_refused_with_its_name(name, value):
     with pytest.raises(ParameterError, match=name):
         chains.derive("playground-abuse", **{name: value})
@@ -59,3 +60,19 @@ def test_controls_only_save_and_more_abuse_saves_more():
     assert none["saved_total"].m == pytest.approx(0, abs=1e-9)
     more = chains.derive("playground-abuse", abusive_share=0.6)
     assert more["saved_total"] > base["saved_total"]
+
+
+def test_inputs_cite_their_parameters_at_the_defaults():
+    """A parameter's row shows the parameter's own source while it holds its default, "parameters cell" once changed."""
+    def sources(**changes):
+        return {r.name: r.source for r in chapter.compute(chapter.SPEC.check(**changes)).rows}
+    own = {p.name: p.source for p in chapter.PARAMETERS}
+    at_default = sources()
+    assert (at_default["m_ws"], at_default["L_a"], at_default["e_ca"]) == (
+        own["ws_kib_per_conn"], own["abusive_answer_tokens"], own["captcha_block"])
+    changed = sources(abusive_answer_tokens=3000, captcha_block=0.5)
+    assert changed["L_a"] == changed["e_ca"] == "parameters cell" and changed["m_ws"] == own["ws_kib_per_conn"]
+
+
+def test_the_websocket_memory_default_is_the_catalogs_published_figure():
+    assert chapter.SPEC.defaults()["ws_kib_per_conn"] == chapter.WS_MEMORY.q.to("KiB").m

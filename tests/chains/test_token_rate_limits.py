@@ -15,6 +15,9 @@ def test_claim_holds_under_its_reading():
     ch = trl.claim_chain()
     assert ch["f_under"].m == pytest.approx(50 / 50_000)
     assert ch["f_over"].m == pytest.approx(50_000 / (1024 + 512))
+    # a request limit does bound tokens, at the dearest request per request admitted: the claim is its looseness
+    assert "does bound tokens" in c.reading and "bounds tokens only at r times the dearest request" in c.reason
+    assert (ch["r_req"] * ch["n_L"]).to("token/s").m == pytest.approx(ch["f_over"].m * ch["r_tok"].to("token/s").m)
 
 
 def test_the_fleet_capacity_is_the_continuous_batching_replica_rate():
@@ -58,3 +61,15 @@ def test_the_case_table_runs_the_reference():
     rows = trl.case_rows()
     assert rows[1][2] == "3,700 refunded" and rows[2][2] == "settled again: False"
     assert rows[3][2] == "0 tokens charged" and rows[4][2] == "retry-after: never"
+
+
+def test_inputs_cite_their_parameters_at_the_defaults():
+    """A parameter's row shows the parameter's own source while it holds its default, "parameters cell" once changed."""
+    def sources(**changes):
+        return {r.name: r.source for r in trl.compute(trl.SPEC.check(**changes)).rows}
+    own = {p.name: p.source for p in trl.PARAMETERS}
+    at_default = sources()
+    assert (at_default["s"], at_default["M"], at_default["R_s"]) == (
+        own["tenant_share"], own["max_tokens"], own["redis_scripts_per_s_server"])
+    changed = sources(tenant_share=0.1, max_tokens=8192)
+    assert changed["s"] == changed["M"] == "parameters cell" and changed["R_s"] == own["redis_scripts_per_s_server"]

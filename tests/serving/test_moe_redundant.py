@@ -65,7 +65,7 @@ def test_imbalance_counts_the_shared_copies_and_the_spares():
 
 def test_the_chapter_accepts_ep320_and_prices_the_fabric():
     r = chains.derive("moe-total-vs-active", model="deepseek-v3", gpu="h100-sxm", n_gpus_ep=320)
-    ch = tva.compute(chains.check("moe-total-vs-active", model="deepseek-v3", gpu="h100-sxm", n_gpus_ep=320))
+    ch = tva.page_chain(chains.check("moe-total-vs-active", model="deepseek-v3", gpu="h100-sxm", n_gpus_ep=320))
     assert (ch["c_sh"].m, ch["n_red"].m, ch["s"].m) == (32, 32, 1)
     # 58 MoE layers x (8 routed + 1 shared) copies x 7168 x 3 bytes, the remote share 319/320
     assert r["all_to_all_bytes_per_token"].to("B/token").m == pytest.approx(58 * 9 * 7168 * 3 * 319 / 320)

@@ -12,8 +12,6 @@ from __future__ import annotations
 import dataclasses
 import math
 
-import numpy as np
-
 from utils import catalog, models, serving
 from utils.chain import Chain, as_float, memoised
 from utils.params import Param, ParameterError, Result, Spec
@@ -277,6 +275,8 @@ def claims() -> list[Claim]:
 # --- figure, variants, exercises ------------------------------------------------------------------
 def batch_curves(ch, p, points: int = 400) -> dict:
     """Tokens per second and step times against the batch, with and without chunks and host blocking."""
+    import numpy as np  # arrays for the figure only: compute() needs none
+
     e = engine(ch)
     caps = {k: as_float(ch[k], "sequence") for k in CAP_NAMES}
     top = 1.4 * max(caps["U"], caps["B_pf"], min(caps["B_L"], 3 * caps["U"]))

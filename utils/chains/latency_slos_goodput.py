@@ -47,7 +47,6 @@ SEQS_SOURCE = ("vLLM vllm/engine/arg_utils.py, EngineArgs: max_num_seqs = 256 on
                "001999d2f360c2c5da23a916510c273b1a73d06c/vllm/engine/arg_utils.py, read 2026-11-29")
 MIX_SOURCE = ("this book's assumption: a chat turn of about a page in and half a page out (as in the replica "
               "sizing chapter), lengths exponentially distributed")
-EFF_SOURCE = "this book's assumption: the roofline floor, no communication or scheduling overhead"   # tail-latency's
 MODELS_SOURCE = "counted from the catalog config by utils.models"
 MIN_BUDGET = 2048      # vLLM without chunking: max_num_batched_tokens = max(max_model_len, 2048)
 FRACTIONS = np.round(np.arange(0.2, 2.01, 0.1), 2)     # the sweep, as fractions of the saturation rate
@@ -153,15 +152,9 @@ def slo_chain(p, wl, *, source: str = "parameters cell", cite=None) -> Chain:
              source=acc["bf16_dense"].cite)
     ch.given("W", acc.q("hbm_bandwidth").to("TB/s") / per_gpu, "HBM bandwidth per GPU",
              kind=acc["hbm_bandwidth"].kind, source=acc["hbm_bandwidth"].cite)
-    # Passes run at the achieved shares of the peaks (utils.roofline); tail-latency's inputs still carry one
-    # engine_efficiency for both, which keeps its own symbol e.
-    shares = "compute_fraction" in p
-    if shares:
-        add_fraction_inputs(ch, p.compute_fraction, p.bandwidth_fraction, source=source)
-    else:
-        ch.given("e", p.engine_efficiency, "share of the floor's speed the engine reaches", kind="assumption",
-                 source=source)
-    bw, pk = ("eta_W*g*W", "eta_P*g*P") if shares else ("e*g*W", "e*g*P")
+    # Passes run at the achieved shares of the peaks (utils.roofline).
+    add_fraction_inputs(ch, p.compute_fraction, p.bandwidth_fraction, source=source)
+    bw, pk = "eta_W*g*W", "eta_P*g*P"
     ch.given("k", q(2, "FLOP/parameter/token"), "FLOPs per weight per token", kind="derived", source="a matrix product")
     ch.given("N_a", n["active"], "weights multiplied per token", kind="derived", source=MODELS_SOURCE)
     ch.given("N_r", n["total"] - n["embedding"], "weights read per pass (all but the embedding lookup)",
@@ -173,8 +166,7 @@ def slo_chain(p, wl, *, source: str = "parameters cell", cite=None) -> Chain:
     ch.step("t_pf", f"p*(k*N_a + I_kv*kappa*p/(2*tau))/({pk})", "ms",
             "prefill of a mean prompt (compute-bound): the floor under TTFT")
     ch.step("S_c", "B*(p + o/2)", "token", "cached tokens a decode step reads at saturation")
-    ch.step("t_dec", f"Max((N_r*b_w + rho*kappa*S_c)/({bw}), (k*N_a*B*tau + I_kv*kappa*S_c)/({pk}))" if shares else
-            "Max((N_r*b_w + rho*kappa*S_c)/(g*W), (k*N_a*B*tau + I_kv*kappa*S_c)/(g*P))/e", "ms",
+    ch.step("t_dec", f"Max((N_r*b_w + rho*kappa*S_c)/({bw}), (k*N_a*B*tau + I_kv*kappa*S_c)/({pk}))", "ms",
             "decode step at saturation")
     ch.given("nu", q(1, "request"), "one request", kind="derived", source="one prompt, one reply")
     ch.solve("lambda_max", "lambda_max*(t_pf + o*t_dec/(B*tau)) = nu", "request/s",
@@ -192,7 +184,7 @@ def slo_chain(p, wl, *, source: str = "parameters cell", cite=None) -> Chain:
 
 
 def queue_engine(ch) -> batching.QueueEngine:
-    e_w, e_p = ((as_float(ch["eta_W"]), as_float(ch["eta_P"])) if "eta_W" in ch._values else (as_float(ch["e"]),) * 2)
+    e_w, e_p = as_float(ch["eta_W"]), as_float(ch["eta_P"])
     g = as_float(ch["g"], "GPU")
     ctx = int(as_float(ch["L_c"], "token"))
     return batching.QueueEngine(

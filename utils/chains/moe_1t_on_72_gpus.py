@@ -314,22 +314,29 @@ def claims() -> list[Claim]:
     first, last = pts[0], pts[-1]
     outrun = [pt for pt in pts if pt["share"]["compute"] > pt["share"]["weights"] + pt["share"]["KV cache"]]
     where = " and ".join(f"{pt['batch']:,} sequences of {num(pt['context'])} tokens" for pt in outrun)
-    # "the weights need a rack": set against "the compute needs a fraction of it", the rack is the whole of
-    # which the compute takes a part; the weights take a part too. Read as "more than one server" it turns
-    # on a board the source never names (an H200 board is short, a B200 board holds them).
+    # "the weights need a rack" read as "more than one server": on the source's rack a server is a compute
+    # tray, and the weights overflow one (and an eight-GPU H200 board), so they need the rack's multi-node
+    # NVLink domain; read as "all of the rack" it fails, since a fraction of the GPUs holds them.
     n_w = ck["w_rack"][1.0]
+    tray_hbm = TRAY_GPUS * catalog.accelerator(CLAIM["gpu"]).q("hbm_capacity")
+    whole, beyond_tray = n_w >= n, n_w > TRAY_GPUS
     weights = Claim(
         "moe-weights", quote=SENTENCE, source=SOURCE, claimed="the weights need the 72-GPU rack",
         derived=f"the block-fp8 weights fit in {n_w} of the {n} GB200s ({ck['w_rack'][2.0]} in bf16)",
-        verdict=WRONG if n_w < n else HOLDS,
-        reason=(f"Wrong: Kimi K2's {fmt(ck['raw'].to('TB'))} of block-fp8 weights fit in {n_w} of the rack's {n} "
-                f"GB200s with the engine's share kept, a fraction of the rack like the compute; what fills the "
-                f"rack is the KV cache of a serving batch. Read as \"more than one server\", it turns on a board "
-                f"the source never names: {moe.BOARD_GPUS} H200s are short by {fmt(ck['board_short'][1.0])} per "
-                f"GPU (Moonshot's smallest fp8 deployment is {MOONSHOT_MIN_H200} H200s), {moe.BOARD_GPUS} B200s "
-                f"hold them with {fmt(ck['b200_spare'])} per GPU to spare."),
-        nearest_true=(f"the weights need more than one eight-GPU H200 server (Moonshot names {MOONSHOT_MIN_H200} "
-                      f"H200s) but only {n_w} of the rack's {n} GB200s; the rack's HBM is for the KV cache"))
+        verdict=HOLDS if whole else (READING if beyond_tray else WRONG),
+        reason=(f"Kimi K2's {fmt(ck['raw'].to('TB'))} of block-fp8 weights fit in {n_w} of the rack's {n} GB200s "
+                f"with the engine's share kept: more than one compute tray of {TRAY_GPUS} GPUs "
+                f"({fmt(tray_hbm.to('GB'))} of HBM) holds, and {moe.BOARD_GPUS} H200s are short by "
+                f"{fmt(ck['board_short'][1.0])} per GPU (Moonshot's smallest fp8 deployment is {MOONSHOT_MIN_H200} "
+                f"H200s), though {moe.BOARD_GPUS} B200s would hold them with {fmt(ck['b200_spare'])} per GPU to "
+                f"spare; what fills the rack is the KV cache of a serving batch."),
+        reading=("" if whole or not beyond_tray else
+                 f'"the weights need a rack" read as "need more than one server, joined by the rack\'s NVLink '
+                 f'domain": they overflow a compute tray ({TRAY_GPUS} GB200s, {fmt(tray_hbm.to("GB"))}) and an '
+                 f"{moe.BOARD_GPUS}-GPU H200 board; read as needing all {n} GPUs it fails: {n_w} of them hold the weights, a "
+                 f"fraction of the rack like the compute"),
+        nearest_true=("" if whole or beyond_tray else
+                      f"the weights fit in one compute tray: {n_w} of the rack's {n} GB200s hold them"))
     compute = Claim(
         "moe-compute", quote=SENTENCE, source=SOURCE, claimed="the compute needs a fraction of the rack",
         derived=f"{short(active.m)} of {short(total.m)} weights multiplied per token ({pct(ck['active_share'])})",
@@ -449,6 +456,9 @@ def variant_plans(p, ch) -> dict:
 
 
 LONG_CTX = 131072
+# One server of the claim's rack: a GB200 NVL72 compute tray holds two GB200 superchips, four Blackwell GPUs
+# (Setloop, "NVIDIA GB200 NVL72: Blackwell at rack scale", the catalog's source setloop-nvl72).
+TRAY_GPUS = 4
 # The smallest H200 deployment Moonshot names for Kimi K2's FP8 weights at 128k context (its deployment
 # guidance, quoted in the catalog entry).
 MOONSHOT_MIN_H200 = int(catalog.entry("software", "kimi-k2-deployment").q("min_h200").m)

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from utils.chain import Chain, as_float, memoised
 from utils.chains import continuous_batching as cb
 from utils.params import Param, Result, Spec
@@ -88,34 +86,38 @@ def replica_rate(model_key: str, gpu_key: str, gpus: int, prompt: int, output: i
 
 def limits_chain(X, replicas, sellable_share, tenant_share, prompt, output, max_tokens, small, large,
                  scripts_per_request, r_conn, r_server, *, source="parameters cell") -> Chain:
+    """`source`: one text for every parameter's row, or a function of the parameter's name (SPEC.source)."""
+    def src(name: str) -> str:
+        return source(name) if callable(source) else source
+
     ch = Chain("Token rate limits: the fleet's tokens, a tenant's share, and the counter")
     ch.given("X", X, "output tokens per second one replica earns", kind="derived",
              source="utils.chains.continuous_batching (batch, step time, prefill chunks)")
-    ch.given("N", replicas, "replicas", kind="assumption", source=source)
-    ch.given("u", sellable_share, "share the limits may sell", kind="assumption", source=source)
-    ch.given("p", q(prompt, "token/request"), "mean prompt", kind="assumption", source=source)
-    ch.given("o", q(output, "token/request"), "mean reply", kind="assumption", source=source)
+    ch.given("N", replicas, "replicas", kind="assumption", source=src("replicas"))
+    ch.given("u", sellable_share, "share the limits may sell", kind="assumption", source=src("sellable_share"))
+    ch.given("p", q(prompt, "token/request"), "mean prompt", kind="assumption", source=src("mean_prompt_tokens"))
+    ch.given("o", q(output, "token/request"), "mean reply", kind="assumption", source=src("mean_output_tokens"))
     ch.step("T_f", "N*u*X*(p + o)/o", "token/s", "prompt and output tokens per second the limits may sell")
     ch.step("lambda_0", "T_f/(p + o)", "request/s", "requests per second at that rate")
-    ch.given("s", tenant_share, "one tenant's share", kind="assumption", source=source)
+    ch.given("s", tenant_share, "one tenant's share", kind="assumption", source=src("tenant_share"))
     ch.step("r_tok", "s*T_f", "token/s", "the tenant's token limit")
     ch.step("r_req", "r_tok/(p + o)", "request/s", "a request limit for the same share, at the mean request")
-    ch.given("n_S", q(small, "token/request"), "the cheapest request", kind="assumption", source=source)
-    ch.given("n_L", q(large, "token/request"), "the dearest request", kind="assumption", source=source)
+    ch.given("n_S", q(small, "token/request"), "the cheapest request", kind="assumption", source=src("small_request_tokens"))
+    ch.given("n_L", q(large, "token/request"), "the dearest request", kind="assumption", source=src("large_request_tokens"))
     ch.step("f_over", "r_req*n_L/r_tok", "", "tokens sent at that request limit, over the share (dearest requests)")
     ch.step("f_fleet", "r_req*n_L/T_f", "", "the same, over the whole fleet's sellable rate")
     ch.step("r_req_w", "r_tok/n_L", "request/s", "a request limit safe at the dearest request")
     ch.step("f_under", "r_req_w*n_S/r_tok", "", "share of its tokens the cheapest requests then get")
-    ch.given("M", q(max_tokens, "token/request"), "max_tokens reserved at admission", kind="assumption", source=source)
+    ch.given("M", q(max_tokens, "token/request"), "max_tokens reserved at admission", kind="assumption", source=src("max_tokens"))
     ch.step("phi", "(p + o)/(p + M)", "", "share of the token limit usable if reservations are never settled")
     ch.given("k", q(scripts_per_request, "1/request"), "Redis scripts per request (admit, settle)", kind="assumption",
-             source="utils/serving/token_limits.py")
+             source=src("scripts_per_request"))
     ch.step("S", "k*lambda_0", "1/s", "scripts per second the gateway needs")
     ch.given("R_s", q(r_server, "1/s"), "scripts per second one Redis runs (pipelined)", kind="measured",
-             source=MEASURED)
+             source=src("redis_scripts_per_s_server"))
     ch.step("H", "R_s/S", "", "headroom of one Redis")
     ch.given("R_c", q(r_conn, "1/s"), "scripts per second on one connection, a reply awaited each time",
-             kind="measured", source=MEASURED)
+             kind="measured", source=src("redis_scripts_per_s_connection"))
     ch.step("C", "ceiling(S/R_c)", "", "connections the gateways need, one script in flight each")
     return ch
 
@@ -124,7 +126,8 @@ def compute(p) -> Chain:
     X = replica_rate(p.model.key, p.gpu.key, p.gpus_per_replica, p.mean_prompt_tokens, p.mean_output_tokens)
     return limits_chain(X, p.replicas, p.sellable_share, p.tenant_share, p.mean_prompt_tokens, p.mean_output_tokens,
                         p.max_tokens, p.small_request_tokens, p.large_request_tokens, p.scripts_per_request,
-                        p.redis_scripts_per_s_connection, p.redis_scripts_per_s_server)
+                        p.redis_scripts_per_s_connection, p.redis_scripts_per_s_server,
+                        source=lambda name: SPEC.source(p, name))
 
 
 # --- the claim ------------------------------------------------------------------------------------
@@ -153,13 +156,17 @@ def claims() -> list[Claim]:
         derived=f"a request limit at the mean request: {fmt(over)} times the tenant's share; one safe at the dearest: "
                 f"{pct(under)} of it for the cheapest",
         verdict=READING if ok else WRONG,
-        reading="'protects nothing' read as 'bounds nothing the GPUs spend': a request limit does bound requests "
-                "(connections, KV slots), but across a spread of a thousand no request limit bounds tokens",
+        reading=(f"'a request limit protects nothing', read as 'holds no tenant to its token share': a limit of r "
+                 f"requests a second does bound tokens, at r times the dearest request ({short(CLAIM['large'])} "
+                 f"tokens), but that bound is {fmt(spread)} times what the same requests cost at "
+                 f"{num(CLAIM['small'])} tokens, so no one request limit fits the share: it is overrun or it starves"),
         nearest_true="" if ok else "a request limit bounds the tokens within the spread of request sizes",
-        reason=f"the spread is {fmt(spread)} to one: a request limit set at the mean request of {fmt(ch['p'] + ch['o'])} "
-               f"lets a tenant with a {share} share send {fmt(over)} times its tokens with "
-               f"{short(CLAIM['large'])}-token requests ({pct(fleet)} of the whole fleet), and one set safe for those "
-               f"holds a tenant of {num(CLAIM['small'])}-token requests to {pct(under)} of its share.")]
+        reason=(f"A limit of r requests a second bounds tokens only at r times the dearest request, "
+                f"{short(CLAIM['large'])} tokens, {fmt(spread)} times the cheapest's {num(CLAIM['small'])}: set at the "
+                f"mean request of {fmt(ch['p'] + ch['o'])} it lets a tenant with a {share} share send {fmt(over)} "
+                f"times its tokens with {short(CLAIM['large'])}-token requests ({pct(fleet)} of the whole fleet), and "
+                f"set safe for those it holds a tenant of {num(CLAIM['small'])}-token requests to {pct(under)} of its "
+                f"share."))]
 
 
 # --- the reference limiter on a fake clock: the settle, run -------------------------------------------
@@ -222,6 +229,8 @@ def case_rows() -> list[list[str]]:
 
 def tenant_curve(ch, sizes) -> dict:
     """Tokens per second a tenant at the mean-request limit sends, against its request size."""
+    import numpy as np  # the figure's curve
+
     r_req = as_float(ch["r_req"], "request/s")
     return dict(sizes=np.asarray(sizes, float), sent=r_req * np.asarray(sizes, float),
                 share=as_float(ch["r_tok"], "token/s"), fleet=as_float(ch["T_f"], "token/s"))
@@ -266,4 +275,4 @@ def contract_text() -> dict:
     return {"contract-scenarios": f"{ck['scenarios']:,}", "contract-held": f"{ck['held']:,}"}
 
 
-SPEC = Spec("token-rate-limits", PARAMETERS, RESULTS, compute)
+SPEC = Spec("token-rate-limits", PARAMETERS, RESULTS, compute, closed_form=True)

@@ -19,8 +19,6 @@ import heapq
 from collections import deque
 from dataclasses import dataclass
 
-import numpy as np
-
 
 @dataclass(frozen=True)
 class Engine:
@@ -50,6 +48,7 @@ class Engine:
 def step_time(e: Engine, n_dec, chunk_bytes=0.0, chunk_flops=0.0):
     """The decode step on the roofline with n_dec running sequences (a number or an array), plus a
     chunk's bytes and FLOPs when it carries one: seconds."""
+    import numpy as np
     n_dec = np.asarray(n_dec, float) if np.ndim(n_dec) else float(n_dec)
     return np.maximum((e.wbytes + n_dec * e.kvs + chunk_bytes) / e.W, (n_dec * e.f + chunk_flops) / e.P)
 
@@ -62,6 +61,7 @@ def memory_bound(e: Engine, n_dec) -> bool:
 def prefill_time(e: Engine, prompts) -> float:
     """One prefill pass over a batch of prompts (token counts): the weights and the prompts' KV on the
     memory side, the weights' products and causal attention on the compute side."""
+    import numpy as np
     prompts = np.asarray(prompts, float)
     return float(max((e.wbytes + e.akv * prompts.sum()) / e.W,
                      (e.kNa * prompts.sum() + e.att * (prompts * (prompts + 1) / 2).sum()) / e.P))
@@ -70,6 +70,7 @@ def prefill_time(e: Engine, prompts) -> float:
 def trace(n: int, mean_prompt: float, mean_output: float, context: int, seed: int):
     """n requests' prompt and reply lengths (tokens), exponential with the given means, a reply at least
     two tokens (a TPOT needs two); a pair that does not fit the context is drawn again."""
+    import numpy as np
     rng = np.random.default_rng(int(seed))
     p_, o_ = np.empty(0, int), np.empty(0, int)
     while len(p_) < n:
@@ -84,6 +85,7 @@ def static(prompts, outputs, B: int, e: Engine) -> dict:
     """Static batching: batches of B in arrival order, one prefill pass, then decode steps at t(B) until
     the batch's longest reply ends. Tokens per second, the p95 TPOT, and the share of slot-steps that
     produce a token."""
+    import numpy as np
     pb, ob = prompts.reshape(-1, B), outputs.reshape(-1, B)
     t_pf = np.array([prefill_time(e, row) for row in pb])
     t_d = float(step_time(e, B))
@@ -98,6 +100,7 @@ def continuous(prompts, outputs, B: int, chunk: int, e: Engine, warm: float = 0.
     request whose last chunk ran, and refills every slot whose reply ended. Throughput is counted from
     the moment a share `warm` of the requests has been admitted to the moment the queue empties; a
     request's TPOT is (last token - first token) / (o - 1)."""
+    import numpy as np
     N = len(prompts)
     req = np.arange(B)
     rem_pf, done_pf, rem_out = prompts[:B].astype(float), np.zeros(B), outputs[:B].astype(int).copy()
@@ -163,6 +166,7 @@ def serve(e: Engine, B: int, context: int, mean_prompt: float, mean_output: floa
 def capped_replies(mean_prompt: float, mean_output: float, context: int):
     """The trace's reply lengths as a distribution: (lengths, probabilities), exponential replies of at
     least two tokens, a pair whose prompt and reply overflow the context drawn again."""
+    import numpy as np
     j = np.arange(2, context)
     pmf_o = np.where(j == 2, 1 - np.exp(-2 / mean_output), np.exp(-(j - 1) / mean_output) - np.exp(-j / mean_output))
     pmf = pmf_o * (1 - np.exp(-(context - j) / mean_prompt))
@@ -171,6 +175,7 @@ def capped_replies(mean_prompt: float, mean_output: float, context: int):
 
 def expected_longest(lengths, pmf, B: int) -> float:
     """E[max of B draws] of a distribution on consecutive whole numbers: first + sum_k P(max > k)."""
+    import numpy as np
     cdf = np.cumsum(pmf)
     return float(lengths[0] + (1 - cdf[:-1] ** B).sum())
 
@@ -187,6 +192,7 @@ def static_closed_form(e: Engine, B: int, mean_prompt: float, mean_output: float
 
 def harmonic(n: int) -> float:
     """H_n = 1 + 1/2 + ... + 1/n: the expected longest of n exponential replies, in mean replies."""
+    import numpy as np
     return float(np.sum(1.0 / np.arange(1, int(n) + 1)))
 
 
@@ -198,6 +204,7 @@ def workload(n_requests: int, mean_prompt: float, mean_output: float, max_contex
     """Arrival times at unit rate (Poisson) and exponential lengths, a reply at least two tokens; a pair
     that does not fit the context is drawn again. Drawn once per seed: every arrival rate scales the
     same arrival times, so a sweep sees the same requests in the same order."""
+    import numpy as np
     rng = np.random.default_rng(int(seed))
     unit = np.cumsum(rng.exponential(1.0, n_requests))
     prompt, output = np.empty(0, int), np.empty(0, int)
@@ -247,6 +254,7 @@ class Overloaded(ValueError):
 
 def quantile(x, f: float) -> float:
     """The smallest value that at least a share f of the requests do not exceed."""
+    import numpy as np
     return float(np.quantile(x, f, method="inverted_cdf"))
 
 
@@ -325,15 +333,18 @@ class Replica:
         return lo, hi
 
     def sweep(self, fractions):
+        import numpy as np
         rates = self.lam * np.asarray(fractions)
         return rates, [self.at(r) for r in rates]
 
     def curve(self):
         """Every rate this replica has measured (a sweep, the bisections), in order."""
+        import numpy as np
         rates = np.array(sorted(self.tried))
         return rates, [measure(self.run(r), *self.slo, self.p) for r in rates]
 
     def peak_goodput(self):
+        import numpy as np
         rates, ms = self.curve()
         i = int(np.argmax([m["goodput"] for m in ms]))
         return float(rates[i]), ms[i]
@@ -345,6 +356,7 @@ class Replica:
 
     def tpot_misses(self, rate: float) -> tuple[float, float]:
         """Median reply of the window's requests that miss the TPOT objective, and of all of them."""
+        import numpy as np
         r = self.run(rate)
         sel = r["arrival"] >= r["window"][0]
         miss = ((r["finish"] - r["first"]) / (r["output"] - 1))[sel] > self.slo[1]
@@ -372,6 +384,7 @@ def simulate_faulty(rate: float, wl, e: QueueEngine, faults: Faults = Faults()) 
     decode step since the previous one, weighted by the sequences it served (the inter-token latency, ITL),
     the longest prefill pass, the preemptions, the time the GPU sat idle in host stalls with requests in the
     replica, and the most KV tokens any decode step held."""
+    import numpy as np
     unit, prompt, output = wl
     n = len(unit)
     arr, p, o = (unit / rate).tolist(), prompt.tolist(), output.tolist()
@@ -476,6 +489,7 @@ def simulate_faulty(rate: float, wl, e: QueueEngine, faults: Faults = Faults()) 
 
 def weighted_quantile(x, w, f: float) -> float:
     """The smallest x such that at least a share f of the total weight lies at or below it."""
+    import numpy as np
     order = np.argsort(x, kind="stable")
     c = np.cumsum(np.asarray(w, float)[order])
     return float(np.asarray(x)[order][np.searchsorted(c, f * c[-1] - 1e-9 * c[-1])])
