@@ -29,7 +29,7 @@ def test_list_names_chapters_defaults_units_and_keys():
     r = rederive("--list")
     assert r.returncode == 0, r.stderr
     assert "six-nd (training)" in r.stdout and "n_tokens = 15000000000000.0 token" in r.stdout
-    assert "valid: bloom-176b, deepseek-v3" in r.stdout          # the model keys, sorted
+    assert "valid: bloom-176b, chinchilla-70b, deepseek-v2" in r.stdout   # the model keys, sorted
 
 
 def test_six_nd_for_llama_405b():

@@ -23,11 +23,8 @@ from utils.serving import batching
 from utils.units import fmt, pct, q
 from utils.verdicts import UNCHECKABLE, Claim
 
-SLO_SOURCE = ("MLPerf Inference loadgen/mlperf.conf: llama2-70b-interactive.Server.ttft_latency = 450 and "
-              "tpot_latency = 40 (ms); llama2-70b.Server 2000 and 200; *.Server.target_latency_percentile = 99; "
-              "mlcommons/inference at commit 001712e9, https://github.com/mlcommons/inference/blob/"
-              "001712e9daf80386e0dda43f97b8f36981d792c4/loadgen/mlperf.conf, read 2026-11-29")
-_CONF = catalog.entry("software", "mlperf-inference")     # the figures SLO_SOURCE cites
+_CONF = catalog.entry("software", "mlperf-inference")     # MLPerf's latency limits, from the catalog
+SLO_SOURCE = serving.mlperf_limits_source()
 MLPERF = {scenario: (as_float(_CONF.q(f"llama2_70b_{scenario}_ttft"), "s"),
                      as_float(_CONF.q(f"llama2_70b_{scenario}_tpot"), "s")) for scenario in ("interactive", "server")}
 MLPERF["percentile"] = as_float(_CONF.q("target_latency_percentile"))

@@ -36,9 +36,7 @@ QUESTION_SOURCE = "this book's assumption: a question of a sentence or two"
 ANSWER_SOURCE = "this book's assumption: a paragraph of answer"
 MFU_ENC_SOURCE = ("this book's assumption: below the answer model's, since a 1024-wide encoder's matrix products "
                   "are smaller and its sequences short")
-SLO_SOURCE = ("MLPerf Inference loadgen/mlperf.conf: llama2-70b-interactive.Server.ttft_latency = 450 and "
-              "tpot_latency = 40 (ms), mlcommons/inference at commit 001712e9, https://github.com/mlcommons/"
-              "inference/blob/001712e9daf80386e0dda43f97b8f36981d792c4/loadgen/mlperf.conf, read 2026-11-29")
+SLO_SOURCE = serving.mlperf_limits_source()
 _MLPERF = catalog.entry("software", "mlperf-inference")     # the figures SLO_SOURCE cites
 MLPERF_INTERACTIVE = {name: as_float(_MLPERF.q(f"llama2_70b_interactive_{field}"), "s")
                       for name, field in (("ttft_s", "ttft"), ("tpot_s", "tpot"))}

@@ -269,3 +269,14 @@ def users_text(x) -> str:
 def per_user_text(x, unit: str) -> str:
     """A per-user quantity (per sequence) for prose, in `unit` without the "/sequence"."""
     return fmt(Q_(float(x.to(unit + "/sequence").magnitude), unit))
+
+
+def mlperf_limits_source() -> str:
+    """Where the book's latency objectives come from: MLPerf Inference's limits for Llama-2-70B, formatted from the
+    catalog entry software.mlperf-inference with its source (the chapters that take the objectives cite this)."""
+    conf = catalog.entry("software", "mlperf-inference")
+    ttft = conf["llama2_70b_interactive_ttft"]
+    return (f"MLPerf Inference's limits for Llama-2-70B: interactive {fmt(ttft.q)} to first token and "
+            f"{fmt(conf.q('llama2_70b_interactive_tpot'))} per output token, server "
+            f"{fmt(conf.q('llama2_70b_server_ttft').to('s'))} and {fmt(conf.q('llama2_70b_server_tpot'))}, met by "
+            f"{pct(float(conf.q('target_latency_percentile').m))} of queries ({ttft.cite}, {ttft.source.url})")
