@@ -69,7 +69,7 @@ lint: $(VENV)/.test
 # One pytest run for the tests and nbval's notebooks, so both cores stay busy to the end (two runs each left a
 # core idle while their last module finished).
 test: $(VENV)/.test lint book-strict
-	$(PY) -m pytest -n 3 --dist loadscope --nbval --nbval-current-env \
+	$(PY) -m pytest -n 2 --dist loadscope --nbval --nbval-current-env \
 	    --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider tests $(CHAPTERS) $(GENERATED)
 
 notebooks: $(VENV)/.test

@@ -36,7 +36,7 @@ NOT_NUMBERS = ("seventy", "", "nan", "inf", "-inf", BIG_INTEGER, "-" + BIG_INTEG
 EXTREMES = ("0", "-1", "-1e-300", "1e-300", "0.5", "0.999999", "1", "1.5", "2", "3.7", "1e6", "1e9", "1e12",
             "1e18", "9007199254740993", "1e308", "-1e308", "2.2250738585072014e-308")
 BAD_PER_PARAMETER = 1        # a seeded sample of NOT_NUMBERS (or NOT_KEYS) for each parameter: all run, over the book
-EXTREMES_PER_PARAMETER = 1   # a seeded sample of EXTREMES for each number, and the default times a million
+EXTREMES_PER_PARAMETER = 1   # a seeded sample of EXTREMES for each number, and the default times or over a million
 NOT_KEYS = ("", "no-such-key", "nan", "1e308", "../", "/dev/null")
 NOT_TABLES = ("", "[]", "{}", "not json", "[[1]]", "[" * 100_000, '[{"": 1}]')
 IN_A_TABLE = ("NaN", "Infinity", "-1", "0", "1e-300", "1e308", BIG_INTEGER, "1e18", '"x"', "null")
@@ -70,7 +70,8 @@ def values_for(slug: str, param, binary: str) -> list[str]:
     if isinstance(param.default, str):
         return ["", "x" * 10_000, "\u00fc\u2028", binary]
     d = float(param.default)
-    return [*rng.sample(NOT_NUMBERS, BAD_PER_PARAMETER), *rng.sample(EXTREMES, EXTREMES_PER_PARAMETER), repr(d * 1e6)]
+    return [*rng.sample(NOT_NUMBERS, BAD_PER_PARAMETER), *rng.sample(EXTREMES, EXTREMES_PER_PARAMETER),
+            repr(d * 1e6 if rng.random() < 0.5 else d / 1e6)]
 
 
 def cases(binary: str, *slugs: str) -> list[tuple[str, str, str]]:
