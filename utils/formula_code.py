@@ -1,4 +1,4 @@
-"""The numpy code of every chain formula, printed once by sympy and kept in utils/formula_code.json, so a
+"""The code of every chain formula, printed once by sympy and kept in utils/formula_code.json, so a
 re-derivation evaluates a chain without importing sympy (a third of a second a call, before any arithmetic).
 
 A chain step is a formula string over the chain's symbols; a solved step is an equation and the unknown it is
