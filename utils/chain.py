@@ -138,12 +138,29 @@ class Chain:
             out = sp.latex(row.equation) + r" \;\Rightarrow\; " + out
         return out
 
-    def _substituted(self, row: Row) -> str:
+    def _how(self, row: Row) -> str:
+        """A derived row's "how" cell: its formula (a solved step's equation, then its solution), and below it
+        the same with every symbol's value substituted; each as pieces of inline math the cell wraps between
+        (utils.display.math_pieces), so no formula hides its end behind a scroll bar."""
         import sympy as sp
+
+        from utils.display import FRACTION_CHARS, math_pieces, seen_width
+
+        def after(head: str, pieces: list[str]) -> list[str]:   # "x =" on the first piece's line if both fit
+            return [f"{head} {pieces[0]}", *pieces[1:]] if seen_width(head + pieces[0]) <= FRACTION_CHARS else [head, *pieces]
         digits = {r.name: r.digits for r in self.rows}
         names = {s: r"\text{" + fmt(self._values[s.name], digits=digits[s.name]) + "}"
                  for s in row.formula.free_symbols if s.name in digits}
-        return sp.latex(row.formula, symbol_names=names, order="none", mul_symbol="times")
+        symbol = sp.latex(row.symbol)
+        formula = after(f"{symbol} =", math_pieces(row.formula, order="none"))
+        if row.solved:
+            eq = row.equation
+            lhs, rhs = math_pieces(eq.lhs, order="none"), math_pieces(eq.rhs, order="none")
+            formula = [*lhs[:-1], *after(f"{lhs[-1]} =", rhs), *after(rf"\;\Rightarrow\; {symbol} =",
+                                                                           math_pieces(row.formula, order="none"))]
+        numbers = math_pieces(row.formula, symbol_names=names, order="none", mul_symbol="times")
+        numbers = after("=", numbers)
+        return " ".join(f"${p}$" for p in formula) + "<br>" + " ".join(f"${p}$" for p in numbers)
 
     def _repr_markdown_(self) -> str:
         # The value comes before the derivation, so the number the table exists for is always on
@@ -160,8 +177,7 @@ class Chain:
                 how = f"<small>input · {provenance}</small>" if provenance else "<small>input</small>"
                 lines.append(f"| {sym} | {r.label} | {value} | {how} |")
             else:
-                lines.append(f"| {sym} | {r.label} | **{value}** | ${self.latex(r.name)}$<br>"
-                             f"$= {self._substituted(r)}$ |")
+                lines.append(f"| {sym} | {r.label} | **{value}** | {self._how(r)} |")
         return "\n".join(lines)
 
     def __repr__(self) -> str:

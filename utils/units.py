@@ -10,6 +10,7 @@ Import `ureg` and `Q_` from here and nowhere else: quantities from two registrie
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import pint
@@ -45,8 +46,18 @@ ureg.formatter.default_format = "~P"
 Q_ = ureg.Quantity
 DimensionalityError = pint.DimensionalityError
 
-_PREFIXES = [(1e24, "Y"), (1e21, "Z"), (1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"),
-             (1e6, "M"), (1e3, "k"), (1.0, ""), (1e-3, "m"), (1e-6, "µ"), (1e-9, "n")]
+_PREFIXES = [(1e30, "Q"), (1e27, "R"), (1e24, "Y"), (1e21, "Z"), (1e18, "E"), (1e15, "P"), (1e12, "T"),
+             (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""), (1e-3, "m"), (1e-6, "µ"), (1e-9, "n"), (1e-12, "p")]
+_SCALE = {p: s for s, p in _PREFIXES if p}
+# Units an SI prefix serves: large amounts of these read as 17.1 MW, 480 PFLOP, 3.35 TB/s. Only time and
+# electrical units take the small prefixes (5 µs, 20 mW): a millibyte or a microFLOP is no unit an engineer uses.
+_SI_LARGE = {"FLOP", "B", "bit", "W", "J", "Hz", "W·h"}
+_SI_SMALL = {"s", "W", "J", "Hz", "V", "A"}
+# Counts take the field's suffixes instead (69.5B parameters, 15.6T tokens, 4.39M GPU·h, 10.3M USD).
+_COUNTS = {"", "token", "parameter", "GPU", "node", "request", "sequence", "USD", "param", "tokens", "parameters",
+           "GPUs", "nodes", "requests", "sequences"}
+_SUFFIXES = [(1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")]
+PLAIN_RANGE = (1e-3, 1e6)     # "auto" writes magnitudes in this range as plain numbers: 0.00654, 8,192, 987,654
 
 
 def q(value, unit: str = "") -> pint.Quantity:
@@ -62,9 +73,12 @@ _PLURAL = {"token": "tokens", "parameter": "parameters", "GPU": "GPUs", "node": 
 def fmt(x, unit: str | None = None, digits: int = 3, style: str = "auto") -> str:
     """Format a number or a quantity for prose and tables; the book's one formatter.
 
-    style: "sci" gives 6.30e24 FLOP, "eng" gives 6.30 YFLOP, "plain" gives 6,200 GPU,
-    "auto" picks plain for values from 0.01 to 1e6, sci otherwise. `digits` is significant digits.
-    Returns a str, so MyST-NB glue never sees a numpy scalar.
+    style: "auto" (the book's default) writes magnitudes from 0.001 to a million plain (6,200 GPUs,
+    0.00654 B/FLOP) and larger or smaller ones in engineering form wherever a prefix serves: an SI prefix on a
+    measured unit (17.1 MW, 480 PFLOP, 3.35 TB/GPU/s, 5.00 µs), the field's suffix on a count (69.5B
+    parameters, 15.6T tokens, 4.39M GPU·h); only where neither serves (a tiny probability, a USD per token)
+    does it fall back to scientific form. "sci" gives 6.30e24 FLOP, "eng" 6.30 YFLOP, "plain" 6,200 GPU.
+    `digits` is significant digits. Returns a str, so MyST-NB glue never sees a numpy scalar.
     """
     if isinstance(x, pint.Quantity):
         if unit is not None:
@@ -76,7 +90,10 @@ def fmt(x, unit: str | None = None, digits: int = 3, style: str = "auto") -> str
         raise ValueError(f"cannot format a non-finite value: {magnitude}")
     a = abs(magnitude)
     if style == "auto":
-        style = "plain" if (a == 0 or 0.01 <= a < 1e6) else "sci"
+        if a == 0 or PLAIN_RANGE[0] <= a < PLAIN_RANGE[1]:
+            style = "plain"
+        else:
+            return _engineering(magnitude, unit_text, digits) or fmt(magnitude, unit_text, digits, "sci")
     if style == "sci":
         text = f"{magnitude:.{digits - 1}e}"
         mantissa, exponent = text.split("e")
@@ -89,9 +106,48 @@ def fmt(x, unit: str | None = None, digits: int = 3, style: str = "auto") -> str
         text = _plain(magnitude, digits)
     else:
         raise ValueError(f"unknown style {style!r}")
-    if unit_text in _PLURAL and magnitude != 1:
-        unit_text = _PLURAL[unit_text]
-    return f"{text} {unit_text}".strip()
+    return f"{text} {_noun(unit_text, magnitude)}".strip()
+
+
+def _noun(unit_text: str, magnitude: float) -> str:
+    return _PLURAL.get(unit_text, unit_text) if magnitude != 1 else unit_text
+
+
+def _split_unit(unit_text: str) -> tuple[str, str]:
+    """A unit's leading factor and the rest: 'FLOP/GPU/s' -> ('FLOP', '/GPU/s'), 'GPU·h' -> ('GPU', '·h')."""
+    cut = min((i for i in (unit_text.find("/"), unit_text.find("·")) if i > 0), default=len(unit_text))
+    if unit_text.startswith("W·h"):
+        cut = 3
+    return unit_text[:cut], unit_text[cut:]
+
+
+def _engineering(magnitude: float, unit_text: str, digits: int) -> str | None:
+    """`magnitude unit_text` with a prefix or a count suffix, or None where neither serves."""
+    lead, rest = _split_unit(unit_text)
+    if lead[:1] in _SCALE and lead[1:] in _SI_LARGE | _SI_SMALL and lead not in _SI_LARGE | _SI_SMALL | {"Pa"}:
+        magnitude, lead = magnitude * _SCALE[lead[0]], lead[1:]        # an already prefixed unit: 8e6 GB -> 8 PB
+    a = abs(magnitude)
+    if a >= 1 and lead in _SI_LARGE or a < 1 and lead in _SI_SMALL:
+        scale, prefix = next(((s, p) for s, p in _PREFIXES if a >= s), _PREFIXES[-1])
+        if PLAIN_RANGE[0] <= a / scale < 1e3 or prefix == "":
+            return f"{_plain(magnitude / scale, digits)} {prefix}{lead}{rest}"
+    if lead in _COUNTS and unit_text[:1] != "1" and 1e6 <= a < 1e15:
+        scale, suffix = next((s, p) for s, p in _SUFFIXES if a >= s)
+        return f"{_plain(magnitude / scale, digits)}{suffix} {_noun(unit_text, magnitude)}".strip()
+    return None
+
+
+# A number in scientific form and the unit after it ('1.71e7 W'); not a piece of a hash or a word ('001712e9d').
+SCIENTIFIC = re.compile(r"(?<![\w.])(-?\d+(?:\.\d+)?e[+-]?\d+)(?![\w.])(?:\s+([^\s,;)]+))?")
+
+
+def prefix_serves(text: str) -> bool:
+    """Whether a number printed in scientific form ('1.71e7 W', '6.95e10 parameters') has an engineering
+    form the formatter would have used instead: how the site test finds numbers not written by `fmt`."""
+    m = SCIENTIFIC.fullmatch(text.strip())
+    if not m:
+        raise ValueError(f"not a number in scientific form: {text!r}")
+    return _engineering(float(m.group(1)), m.group(2) or "", 3) is not None
 
 
 def _plain(v: float, digits: int) -> str:

@@ -18,6 +18,7 @@ from book_files import ROOT, markdown_cells, read, toc_files  # noqa: F401 - the
 
 from utils.results import read_outputs
 from utils.tools import book_index
+from utils.units import SCIENTIFIC, prefix_serves
 
 SITE = Path(os.environ.get("BOOK_HTML", ROOT / "_build" / "html")).resolve()
 SHOTS = SITE.parent / "screenshots"
@@ -140,7 +141,8 @@ DOM_FACTS = """() => {
 }"""
 
 
-# What a reader sees at 1400 px: tables and inline math that fit the column, no answer visible in the
+# What a reader sees at 1400 px: tables and inline math that fit the column, no table cell hiding its
+# content, the chain tables' values (checked for scientific form where a prefix serves), no answer visible in the
 # Exercises section, at most one "not yet measured" note, and how much of the page is visible code.
 READER_FACTS = """() => {
     const article = document.querySelector('article.bd-article') || document.querySelector('article') || document.body;
@@ -161,7 +163,14 @@ READER_FACTS = """() => {
     const notes = [...article.querySelectorAll('.admonition')].filter(a => /Not yet measured/.test(a.innerText)).length;
     const code = [...article.querySelectorAll('.cell_input')].filter(shown)
         .reduce((h, e) => h + e.getBoundingClientRect().height, 0);
-    return {tables, wide, displayInP, answers, notes, code, height: article.getBoundingClientRect().height};
+    // Table cells that hide their content: wider inside than the cell (or than a scrolling piece in it).
+    const hiding = [...article.querySelectorAll('td, th')].filter(shown).map(c => ({text: c.innerText.slice(0, 60),
+        hid: Math.max(c.scrollWidth - c.clientWidth, ...[...c.querySelectorAll('mjx-container, div, pre')]
+            .map(e => e.scrollWidth - e.clientWidth))})).filter(c => c.hid > 100);
+    // The value column of every chain table (utils.chain.Chain), where the formatter writes each number.
+    const values = [...article.querySelectorAll('table:has(.chain-table) td:nth-child(3)')].map(c => c.innerText);
+    return {tables, wide, displayInP, answers, notes, code, hiding, values,
+            height: article.getBoundingClientRect().height};
 }"""
 CODE_SHARE: dict[str, float] = {}
 
@@ -381,6 +390,13 @@ def check_page(doc, server, visit):
         CODE_SHARE[doc] = reader["code"] / max(1.0, reader["height"])
         if reader["tables"]:
             problems.append(f"tables wider than the text column (px past its edge): {reader['tables'][:3]}")
+        if reader["hiding"]:
+            problems.append(f"table cells that hide over 100 px of their content: {reader['hiding'][:3]}")
+        sci = [t for text in [p["text"] for p in facts["pasted"]] + reader["values"]
+               for t in (m.group(0) for m in SCIENTIFIC.finditer(norm(text))) if prefix_serves(t)]
+        if sci:
+            problems.append(f"numbers in scientific form where a prefix serves (format them with utils.units.fmt): "
+                            f"{sci[:5]}")
         if reader["wide"]:
             problems.append(f"inline math wider than 90% of the column: {reader['wide'][:3]}")
         if reader["displayInP"]:

@@ -11,6 +11,7 @@ from utils import catalog, chains
 from utils.catalog.specfile import MissingField
 from utils.params import ParameterError
 from utils.rederive import main
+from utils.units import fmt, q
 
 MODEL_CHAPTERS = [s for s in chains.slugs() if any(p.check == "model" for p in chains.parameters(s))]
 
@@ -89,7 +90,7 @@ def test_a_gap_outside_the_rederive_path_is_one_line():
 def test_the_command_prints_the_left_out_results(capsys):
     assert main(["six-nd", "--set", "n_params=175e9", "--set", "n_tokens=300e9"]) == 0
     out = capsys.readouterr().out
-    assert "3.15e23 FLOP" in out and "left out: attention_flops needs d_attn and n_layers" in out
+    assert fmt(q(3.15e23, "FLOP")) in out and "left out: attention_flops needs d_attn and n_layers" in out
     assert main(["six-nd", "--set", "n_params=175e9", "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)
     assert payload["left_out"]["context_at_10pct"].startswith("context_at_10pct needs")

@@ -18,7 +18,7 @@ def glued(monkeypatch):
 def test_publish_glues_formatted_text_and_records_value(glued):
     page = Page("x")
     text = page.publish("train_flops", q(6.3e24, "FLOP"), "FLOP", label="compute")
-    assert text == "6.30e24 FLOP" and glued["train_flops"] == text
+    assert text == "6.30 YFLOP" and glued["train_flops"] == text
     assert page.published["train_flops"] == {"value": 6.3e24, "unit": "FLOP", "kind": "derived",
                                           "label": "compute"}
 

@@ -290,7 +290,7 @@ def prose(ch: Chain, p) -> dict:
         "intro-model": p.model.name, "intro-gpus": fmt(q(as_float(ch["n"]), "GPU")),
         "intro-layout": f"TP {p.tp} x PP {p.pp} x DP {p.dp}", "p-m": num(ch["m"]), "p-A": fmt(ch["A"]),
         "p-Ls": num(ch["L_s"]), "p-ktp": fmt(ch["k_TP"]), "p-kpp": fmt(ch["k_PP"]),
-        "p-Pg": fmt(ch["P_g"].to("parameter"), digits=3, style="sci"), "p-bnv": fmt(ch["B_nv"]),
+        "p-Pg": fmt(ch["P_g"].to("parameter"), digits=3), "p-bnv": fmt(ch["B_nv"]),
         "p-bf": fmt(ch["B_f"].to("GB/s")), "p-tp-nv": duration(ch["t_TP_nv"]), "p-tp-f": duration(ch["t_TP_f"]),
         "p-dp-f": duration(ch["t_DP_f"]), "p-pp-f": duration(ch["t_PP_f"]), "p-bwd": duration(ch["t_bwd"]),
         "p-nb": fmt(ch["n_b"]), "p-dp-lat": duration(ch["t_DP_lat"]), "p-dp-hide": hide, "p-phi": pct(TP_TARGET),
