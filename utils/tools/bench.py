@@ -9,8 +9,9 @@ nothing. Each run is a fresh process, as a reader's command is.
 `--edges` re-derives every chapter at the edges of each numeric parameter's valid range instead (read from the
 parameter's check: a whole number at 1 and a million, ten million for tokens; a fraction at 0.01 and 1; a share at 0
 and 0.99; a positive or non-negative value a thousandth of its default, or 0, and a thousand times it), one parameter
-at a time, and lists each case that is not one of: exit 0 with every result finite and of its default's sign, or
-exit 2 with one line; and each that takes over a second.
+at a time, in this process (a reader's command, minus its imports), and lists each case that is not one of: exit 0
+with every result finite and in the range its Result allows (utils.rederive.result_range: the right sign) and nothing
+on stderr, or exit 2 with one line; and each that takes over a second.
 """
 from __future__ import annotations
 
@@ -63,39 +64,64 @@ def edges(param) -> list:
     return [type(d)(v) if isinstance(d, int) and float(v) == int(v) else float(v) for v in out]
 
 
-def _edge_case(slug: str, name: str, value, signs: dict) -> str | None:
-    """What is wrong with re-deriving `slug` at name=value, or None."""
-    args = [sys.executable, "-m", "utils.rederive", slug, "--json", "--set", f"{name}={value!r}"]
+class _Hang(BaseException):
+    """Raised by the alarm: a BaseException, so no chapter's `except Exception` swallows it."""
+
+
+def _alarm(signum, frame):
+    raise _Hang
+
+
+def _edge_case(slug: str, name: str, value, ranges: dict) -> str | None:
+    """What is wrong with re-deriving `slug` at name=value, or None. In process (a subprocess a case would cost
+    the sweep most of its time in imports), through the command's own `main`, stopped by an alarm if it hangs."""
+    import contextlib
+    import io
+    import signal
+
+    from utils.rederive import main as rederive
+    out, err = io.StringIO(), io.StringIO()
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, EDGE_TIMEOUT_S)
     start = time.perf_counter()
     try:
-        r = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=EDGE_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = rederive([slug, "--json", "--set", f"{name}={value!r}"])
+    except _Hang:
         return f"hangs (over {EDGE_TIMEOUT_S:g} s)"
+    except BaseException as e:  # noqa: B036 - a traceback or a SystemExit is the finding
+        return f"raised {type(e).__name__}: {str(e)[:160]}"
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
     took = time.perf_counter() - start
     slow = f"; took {took:.1f} s" if took > EDGE_S else ""
-    if r.returncode == 2:
-        lines = r.stderr.strip().splitlines()
+    if rc == 2:
+        lines = err.getvalue().strip().splitlines()
         return None if len(lines) == 1 and not slow else f"exit 2 with {len(lines)} lines{slow}"
-    if r.returncode != 0:
-        last = (r.stderr.strip().splitlines() or ["(no output)"])[-1]
-        return f"exit {r.returncode}: {last[:160]}{slow}"
-    results = json.loads(r.stdout)["results"]
+    if rc != 0:
+        last = (err.getvalue().strip().splitlines() or ["(no output)"])[-1]
+        return f"exit {rc}: {last[:160]}{slow}"
+    results = json.loads(out.getvalue())["results"]
     bad = [k for k, rec in results.items() if not math.isfinite(rec["value"])
-           or (signs.get(k, 0) > 0 and rec["value"] < 0) or (signs.get(k, 0) < 0 and rec["value"] > 0)]
+           or not ranges[k][0] <= rec["value"] <= ranges[k][1]]
     if bad:
-        return "wrong sign or not finite: " + ", ".join(f"{k}={results[k]['value']:.3g}" for k in bad[:4]) + slow
+        return "not finite or out of its range (a wrong sign): " + \
+            ", ".join(f"{k}={results[k]['value']:.3g}" for k in bad[:4]) + slow
+    if err.getvalue().strip():
+        return f"exit 0 but stderr {err.getvalue().strip().splitlines()[:2]}{slow}"
     return slow[2:] or None
 
 
 def edge_sweep(slugs: list[str]) -> int:
     """Each chapter at each numeric parameter's edges; prints the cases that fail and returns their count."""
     from utils import chains
+    from utils.rederive import result_range
     failures = 0
     for slug in slugs:
-        signs = {k: (v.m if hasattr(v, "m") else v) for k, v in chains.derive(slug).items()}
-        signs = {k: (v > 0) - (v < 0) for k, v in signs.items()}
+        ranges = {r.name: result_range(r) for r in chains.results(slug)}
         cases = [(p.name, v) for p in chains.parameters(slug) for v in edges(p)]
-        bad = [(n, v, why) for n, v in cases if (why := _edge_case(slug, n, v, signs))]
+        bad = [(n, v, why) for n, v in cases if (why := _edge_case(slug, n, v, ranges))]
         failures += len(bad)
         print(f"{slug:<28} {len(cases):>3} cases, {len(bad)} failing", flush=True)
         for n, v, why in bad:
