@@ -34,6 +34,16 @@ def test_the_default_derives_fast_enough():
     assert time.perf_counter() - t0 < 3.0       # a CPU timing, in a test, never on the page (loose: shared CI)
 
 
+def test_a_fleet_past_the_rows_limit_is_sampled_and_scaled(monkeypatch):
+    from utils.chains import allocated_vs_utilized as chapter
+    base = chains.derive(SLUG)
+    monkeypatch.setattr(chapter, "MAX_ROWS", 20_000)          # a small sample, so the test stays fast
+    big = chains.derive(SLUG, n_gpus=1_000_000)
+    assert abs(big["gap_points"].m - base["gap_points"].m) < 0.01 and big["accuracy"].m > 0.98
+    ratio = big["wasted_notebook"].m / base["wasted_notebook"].m
+    assert abs(ratio / (1_000_000 / 1024) - 1) < 0.02          # GPU-hours from A*N*T, not from the sample's rows
+
+
 @pytest.mark.parametrize("kw, name", [(dict(share_notebook=0.5, share_data_wait=0.5), "share_notebook"),
                                       (dict(allocated_share=1.5), "allocated_share"),
                                       (dict(tensor_working=1.0), "tensor_working"),

@@ -42,7 +42,7 @@ def test_more_gpus_fewer_days_and_longer_repairs_more_spares():
 
 @pytest.mark.parametrize("name, value", [("n_gpus", 0), ("switch_radix", 63), ("pue", 0.9), ("mfu", 1.5),
                                          ("spare_confidence", 1.0), ("core_oversubscription", 0.5),
-                                         ("nodes_per_pod", 1024), ("gpu", "h1000")])
+                                         ("nodes_per_pod", 1024), ("gpu", "h1000"), ("repair_days", 3e6)])
 def test_bad_inputs_are_refused_by_name(name, value):
     with pytest.raises(ParameterError, match=name):
         chains.derive("bill-of-materials-10k", **{name: value})

@@ -41,7 +41,8 @@ def test_the_closed_form_hit_rate_matches_the_cache():
 
 @pytest.mark.parametrize("name,value", [("gpus", 60), ("max_shard", 0), ("samples_per_prompt", 0),
                                         ("eval_accuracy", 1.5), ("rerun_share", 1.0), ("n_evals", 0),
-                                        ("tokens_per_second", 1e4)])
+                                        ("tokens_per_second", 1e4), ("size_spread", 1500.0),
+                                        ("median_prompts", 1e15)])
 def test_bad_inputs_are_refused_by_name(name, value):
     with pytest.raises(ParameterError, match=name):
         chains.derive("eval-pipeline", **{name: value})

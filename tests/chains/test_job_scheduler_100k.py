@@ -29,10 +29,16 @@ def test_published_figures_at_the_defaults():
 @pytest.mark.parametrize("name, value", [("n_gpus", 0), ("n_gpus", 4), ("n_jobs", 2.5), ("load", -1.0),
                                          ("checkpoint_hours", 0.0), ("gang_gpus", 8), ("gang_gpus", 128),
                                          ("gang_every", 1), ("seed", -1), ("seed", 1.5), ("tick_hours", 0.0),
-                                         ("mean_work_hours", "two")])
+                                         ("mean_work_hours", "two"), ("n_jobs", 1), ("n_jobs", 10_000),
+                                         ("tick_hours", 0.01), ("queue_big", 100_000)])
 def test_bad_input_is_refused_with_its_name(name, value):
     with pytest.raises(ParameterError, match=name):
         chains.derive("job-scheduler-100k", **{name: value})
+
+
+def test_a_cluster_that_never_fills_is_refused_in_one_line():
+    with pytest.raises(ParameterError, match="evict no job"):
+        chains.derive("job-scheduler-100k", n_jobs=100, gang_every=50, n_gpus=100_000)
 
 
 def test_a_bigger_backlog_costs_the_scan_more_and_the_index_not():

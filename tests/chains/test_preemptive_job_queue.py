@@ -37,7 +37,8 @@ def test_published_figures_at_the_defaults():
 
 @pytest.mark.parametrize("name, value", [("n_gpus", 0), ("n_jobs", 2.5), ("load", -1.0), ("checkpoint_hours", 0.0),
                                          ("aging_per_hour", 0.0), ("starve_gpus", 2), ("seed", -1),
-                                         ("seed", 1.5), ("mean_work_hours", "four")])
+                                         ("seed", 1.5), ("mean_work_hours", "four"), ("n_jobs", 1),
+                                         ("n_jobs", 10_000), ("starve_hours", 48_000.0)])
 def test_bad_input_is_refused_with_its_name(name, value):
     with pytest.raises(ParameterError, match=name):
         chains.derive("preemptive-job-queue", **{name: value})

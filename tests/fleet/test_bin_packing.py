@@ -4,7 +4,7 @@ import itertools
 import numpy as np
 import pytest
 
-from utils.fleet.bin_packing import lower_bound, lpt, makespan, round_robin, shard, utilisation
+from utils.fleet.bin_packing import lower_bound, lpt, makespan, round_robin, shard, shard_counts, utilisation
 
 
 def brute_force(sizes, bins):
@@ -49,3 +49,20 @@ def test_sharding_the_tail_fills_the_gpus():
         shard(sizes, 0)
     with pytest.raises(ValueError, match="bins"):
         lpt(sizes, 0)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_shards_as_counts_pack_exactly_as_one_by_one(seed):
+    rng = np.random.default_rng(seed)
+    sizes = np.maximum(1, rng.lognormal(3, 1.5, 100).round()).astype(int)
+    for max_shard, bins in ((7, 5), (50, 8), (1, 3)):
+        values, counts = shard_counts(sizes, max_shard)
+        assert sorted(np.repeat(values, counts).tolist()) == sorted(shard(sizes, max_shard))
+        assert (lpt(values, bins, counts) == lpt(shard(sizes, max_shard), bins)).all()
+
+
+def test_a_billion_shards_pack_without_listing_them():
+    values, counts = shard_counts([10**9, 3 * 10**8 + 7], 1)
+    assert counts.sum() == 13 * 10**8 + 7
+    loads = lpt(values, 8, counts)
+    assert loads.sum() == 13 * 10**8 + 7 and makespan(loads) - loads.min() <= 1

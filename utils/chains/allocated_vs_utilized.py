@@ -61,6 +61,10 @@ RESULTS = (
     Result("wasted_failed", "GPU*hour", "GPU-hours failed jobs waste", of="W_f"),
     Result("wasted_over", "GPU*hour", "GPU-hours over-requested gangs waste", of="W_o"),
 )
+# Rows the telemetry holds at most: a bigger fleet or window is a seeded sample of its GPU-hours (the mean
+# tensor-active of each cause and the classifier's accuracy are shares, which half a million rows measure
+# to a tenth of a point; the GPU-hours come from A*N*T, not from counting rows), so any fleet answers in a second.
+MAX_ROWS = 500_000
 SHARES = ("share_notebook", "share_data_wait", "share_failed", "share_over")
 SYM = dict(zip(CAUSES, ("wk", "nb", "dw", "f", "o")))
 
@@ -87,7 +91,7 @@ def shares_of(p) -> dict:
 def fleet_with(p, shares: dict) -> Chain:
     """Generate, classify, account, with the causes' shares given (an exercise moves one cause's share into
     working): the chain, and in ch.data everything the page draws."""
-    rows = int(round(p.n_gpus * p.days * 24 * p.allocated_share))
+    rows = int(round(min(p.n_gpus * p.days * 24 * p.allocated_share, MAX_ROWS)))
     t = generate(shares, tensor_working=p.tensor_working, tensor_data_wait=p.tensor_data_wait, n_rows=rows,
                  interval_h=1.0, seed=int(p.seed))
     th = Thresholds(stale_min=float(p.stale_minutes))
@@ -107,7 +111,8 @@ def fleet_with(p, shares: dict) -> Chain:
                  source=SPEC.source(p, name) if shares[c] == p[name] else "the exercise")
     for k, c in enumerate(CAUSES):
         ch.given(f"a_{SYM[c]}", w["utilised"][k] / w["allocated"][k] if w["allocated"][k] else 0.0,
-                 f"{c}: mean tensor-active (measured on the rows)", kind="derived", source="utils.fleet.fleet_telemetry")
+                 f"{c}: mean tensor-active (measured on the rows)", kind="derived",
+                 source="utils.fleet.fleet_telemetry" + (f", a seeded sample of {rows:,} rows" if rows == MAX_ROWS else ""))
     ch.step("u", " + ".join(f"s_{SYM[c]}*a_{SYM[c]}" for c in CAUSES), "", "utilised share of allocated")
     ch.step("U", "A*u", "", "utilised share of the fleet")
     ch.step("G", "A - U", "", "the gap, in points of the fleet")

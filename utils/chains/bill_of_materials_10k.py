@@ -134,6 +134,9 @@ def layout(n_gpus, gpus_per_node, nodes_per_pod, repair_days, spare_confidence) 
     return dict(n_job=n_job, spares=spares, pods=math.ceil((n_job + spares) / nodes_per_pod))
 
 
+MAX_DOWN = 200_000       # failures one repair window may expect: cluster.poisson_quantile sums a term for each
+
+
 def validate(p) -> None:
     k = p.switch_radix
     if k < 4 or k % 2:
@@ -141,6 +144,10 @@ def validate(p) -> None:
     if p.core_oversubscription < 1 or p.pue < 1:
         name = "core_oversubscription" if p.core_oversubscription < 1 else "pue"
         raise ParameterError(f"{name} must be >= 1, got {p[name]!r}")
+    if (down := hardware_rate() * p.n_gpus * p.repair_days) > MAX_DOWN:
+        raise ParameterError(f"n_gpus x repair_days expects {fmt(down)} hardware failures in one repair window; the "
+                             f"spare pool's Poisson sum takes a term each, and above {MAX_DOWN:,} (a million GPUs "
+                             f"with a year-long repair expect {fmt(hardware_rate() * 1e6 * 365)}) it runs past a second")
     pods = layout(p.n_gpus, p.gpus_per_node, p.nodes_per_pod, p.repair_days, p.spare_confidence)["pods"]
     ports = p.gpus_per_node * p.nodes_per_pod
     if pods > 1 and ports > cluster.pod_limit(k):

@@ -110,12 +110,25 @@ def validate(p):
         raise ParameterError(f"max_shard must be at least 1, got {p.max_shard!r}")
     if p.n_evals < 1 or p.n_evals > 100000:
         raise ParameterError(f"n_evals must be between 1 and 100,000, got {p.n_evals!r}")
+    if p.size_spread > MAX_SPREAD:
+        raise ParameterError(f"size_spread above {MAX_SPREAD:g} puts the largest of the suite's evals past any float "
+                             f"(e^{MAX_SPREAD:g} is a factor of {fmt(math.exp(MAX_SPREAD))} a standard deviation), "
+                             f"got {p.size_spread!r}")
 
 
-def eval_sizes(n_evals, median, spread, sampled_share, samples, seed) -> dict:
+MAX_SPREAD = 20.0           # size_spread's bound: a lognormal draw stays a float (e^(20 x 5 deviations) x 1e30)
+MAX_WORK = 10**15           # prompt-samples of one eval over the run's checkpoints: counted exactly in a float
+
+
+def eval_sizes(n_evals, median, spread, sampled_share, samples, seed, checkpoints=1) -> dict:
     """The suite: prompts per eval (a seeded lognormal, at least one) and completions per prompt."""
     rng = np.random.default_rng(seed)
-    prompts = np.maximum(1, np.rint(rng.lognormal(math.log(median), spread, n_evals))).astype(int)
+    drawn = np.maximum(1, np.rint(rng.lognormal(math.log(median), spread, n_evals)))
+    if (largest := float(drawn.max()) * samples * checkpoints) > MAX_WORK:
+        raise ParameterError(f"the suite's largest eval is {fmt(largest)} prompt-samples over the run's checkpoints; "
+                             f"above {fmt(MAX_WORK)} its count is no longer exact in a float: lower median_prompts, "
+                             f"size_spread, samples_per_prompt or checkpoints")
+    prompts = drawn.astype(np.int64)
     sampled = rng.random(n_evals) < sampled_share
     per = np.where(sampled, samples, 1)
     return dict(prompts=prompts, samples=per, work=prompts * per)
@@ -125,7 +138,8 @@ def packing(work, replicas: int, max_shard: int) -> dict:
     """Utilisation of the two schedules: whole evals round robin; shards of max_shard largest first."""
     rr = bin_packing.round_robin(work, replicas)
     whole = bin_packing.lpt(work, replicas)
-    sh = bin_packing.lpt(bin_packing.shard(work, max_shard), replicas)
+    sizes, counts = bin_packing.shard_counts(work, max_shard)     # (size, count): a run's shards may not fit in memory
+    sh = bin_packing.lpt(sizes, replicas, counts)
     return dict(rr=bin_packing.utilisation(rr), lpt_whole=bin_packing.utilisation(whole),
                 lpt=bin_packing.utilisation(sh), largest=int(np.max(work)), mean_load=float(np.mean(rr)))
 
@@ -147,7 +161,8 @@ def throughput_chain(p):
 
 
 def compute(p) -> Chain:
-    suite = eval_sizes(p.n_evals, p.median_prompts, p.size_spread, p.sampled_share, p.samples_per_prompt, p.seed)
+    suite = eval_sizes(p.n_evals, p.median_prompts, p.size_spread, p.sampled_share, p.samples_per_prompt, p.seed,
+                       p.checkpoints)
     ec = throughput_chain(p)
     R = p.gpus // p.gpus_per_replica
     pk = packing(suite["work"] * p.checkpoints, R, p.max_shard)

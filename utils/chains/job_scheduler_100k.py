@@ -10,6 +10,8 @@ that makes the same decisions, on one tick over a backlog of n waiting jobs.
 """
 from __future__ import annotations
 
+import math
+
 from utils.chain import Chain, memoised
 from utils.fleet.scheduler import simulate, tick_cost, workload
 from utils.params import Param, ParameterError, Result, Spec
@@ -65,6 +67,36 @@ def validate(p):
         raise ParameterError(f"gang_every must be at least 2, got {p.gang_every}")
     if p.n_gpus < 8:
         raise ParameterError(f"n_gpus must be at least 8 (the small jobs take up to eight), got {p.n_gpus}")
+    if p.gang_every > p.n_jobs:
+        raise ParameterError(f"gang_every ({p.gang_every:,}) must be at most n_jobs ({p.n_jobs:,}): the results are "
+                             f"the big gangs' waits, and a workload of fewer jobs than gang_every has no gang")
+    if p.n_jobs > MAX_JOBS:
+        raise ParameterError(f"n_jobs above {MAX_JOBS:,} makes the five tick-by-tick runs take over a second, got "
+                             f"{p.n_jobs:,}")
+    if (ticks := expected_ticks(p)) > MAX_TICKS:
+        raise ParameterError(f"these inputs keep the cluster busy for about {fmt(ticks)} ticks of tick_hours "
+                             f"(n_jobs x their mean GPU-hours / (n_gpus x load, at most one)); above {MAX_TICKS:,} the "
+                             f"five tick-by-tick runs take over a second: raise tick_hours or load, or lower n_jobs "
+                             f"or mean_work_hours")
+    for name in ("queue_small", "queue_big"):
+        if p[name] > MAX_BACKLOG:
+            raise ParameterError(f"{name} above {MAX_BACKLOG:,} waiting jobs takes over a second to build and tick "
+                                 f"(each is a job object); the claim's 100,000 is counted once, in the check, got "
+                                 f"{p[name]:,}")
+
+
+# What one re-derivation may simulate and still answer within a second (the defaults: 1,200 jobs, ~750 ticks).
+MAX_JOBS, MAX_TICKS, MAX_BACKLOG = 3_000, 4_000, 30_000
+SMALL_SIZES = (1, 2, 4, 8)      # utils.fleet.scheduler.workload's small jobs, uniform
+
+
+def expected_ticks(p) -> float:
+    """Ticks until the workload drains, in expectation: its GPU-hours over the cluster's, at the offered load
+    (arrivals span the run below a load of one; the backlog drains at full speed above it). A job's work is
+    max(0.25 h, exponential), whose mean is 0.25 + m e^(-0.25/m)."""
+    gpus = ((p.gang_every - 1) * sum(SMALL_SIZES) / len(SMALL_SIZES) + p.gang_gpus) / p.gang_every
+    work = 0.25 + p.mean_work_hours * math.exp(-0.25 / p.mean_work_hours)
+    return p.n_jobs * gpus * work / (p.n_gpus * min(p.load, 1.0)) / p.tick_hours
 
 
 def runs(n_gpus, n_jobs, load, mean_work, tau, gang_gpus, gang_every, dt, seed) -> dict:
@@ -125,6 +157,9 @@ def chain_of(rs: dict, ticks: dict, p_gpus, tau, *, source="parameters cell") ->
 def compute(p) -> Chain:
     rs = runs(p.n_gpus, p.n_jobs, p.load, p.mean_work_hours, p.checkpoint_hours, p.gang_gpus, p.gang_every,
               p.tick_hours, p.seed)
+    if not rs["base"].stats.evicted_gpus:
+        raise ParameterError(f"{p.n_jobs:,} jobs at load {fmt(p.load)} on {p.n_gpus:,} GPUs evict no job, so there is no "
+                             f"work lost per evicted GPU to report: raise n_jobs or load, or lower n_gpus")
     ticks = {"small": tick_cost(int(p.queue_small), int(p.n_gpus), int(p.seed)),
              "big": tick_cost(int(p.queue_big), int(p.n_gpus), int(p.seed))}
     return chain_of(rs, ticks, p.n_gpus, p.checkpoint_hours, source=lambda name: SPEC.source(p, name))
@@ -268,7 +303,6 @@ def what_changes(p, ch: Chain) -> dict:
 
 
 def exercises(p, ch: Chain) -> dict:
-    import math
     n, k, shapes = 100_000, 20, 32
     idx = shapes * (k + 1) + k * (1 + int(math.log2(n)))
     free, long_end, now, run = 16, 3.0, 0.0, 2.5

@@ -67,6 +67,10 @@ RESULTS = (
 
 SIMULATION = "seeded event-driven runs of a GPU cluster's preemptive queue (utils.components.preemptive_queue)"
 
+MAX_JOBS = 5_000                  # jobs a run simulates at most: each is an event, so time grows with them
+MAX_STREAM = 2_000                # the starvation run's stream: a dense one on a big cluster costs more per job
+STREAM_JOB_GPU_HOURS = 4 * 1.0    # a starvation-stream job's mean size: starvation_workload's high_gpus x mean_work
+
 RULE_NAMES = {"checkpoint": "checkpoint-aware", "newest": "newest first", "largest": "largest first"}
 
 
@@ -75,6 +79,12 @@ def validate(p):
         raise ParameterError(f"seed must be a whole number, got {p.seed!r}")
     if p.starve_gpus < 4:
         raise ParameterError(f"starve_gpus must be at least 4 (the scenario's jobs take four), got {p.starve_gpus}")
+    if p.n_jobs > MAX_JOBS:
+        raise ParameterError(f"n_jobs above {MAX_JOBS:,} makes the three event-driven runs take over a second "
+                             f"(each job is simulated), got {p.n_jobs:,}")
+    if (stream := p.starve_load * p.starve_gpus * p.starve_hours / STREAM_JOB_GPU_HOURS) > MAX_STREAM:
+        raise ParameterError(f"starve_load x starve_gpus x starve_hours offers {fmt(stream)} jobs to the starvation "
+                             f"run (four GPUs for an hour each); above {MAX_STREAM:,} its simulation takes over a second")
 
 
 def runs(n_gpus, n_jobs, load, mean_work, tau, aging, seed) -> dict:
@@ -125,6 +135,10 @@ def chain_of(rs: dict, st: dict, n_gpus, tau, aging, *, source="parameters cell"
 
 def compute(p) -> Chain:
     rs = runs(p.n_gpus, p.n_jobs, p.load, p.mean_work_hours, p.checkpoint_hours, p.aging_per_hour, p.seed)
+    if not all(r.lost_gpu_hours for r in rs.values()) or not rs["checkpoint"].evicted_gpus:
+        raise ParameterError(f"{p.n_jobs:,} jobs at load {fmt(p.load)} on {p.n_gpus:,} GPUs leave a victim rule no "
+                             f"work to lose (the cluster never fills), so the rules cannot be compared: raise n_jobs "
+                             f"or load, or lower n_gpus")
     st = starvation(p.starve_gpus, p.starve_load, p.starve_hours, p.aging_per_hour, p.seed, p.checkpoint_hours)
     ch = chain_of(rs, st, p.n_gpus, p.checkpoint_hours, p.aging_per_hour,
                   source={n: SPEC.source(p, n) for n in ("n_gpus", "checkpoint_hours", "aging_per_hour")})

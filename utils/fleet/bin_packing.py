@@ -37,16 +37,45 @@ def round_robin(sizes, bins: int) -> np.ndarray:
     return loads
 
 
-def lpt(sizes, bins: int) -> np.ndarray:
-    """Loads when the largest remaining piece goes to the least-loaded bin (ties to the lowest index)."""
+def shard_counts(sizes, max_shard: int) -> tuple[np.ndarray, np.ndarray]:
+    """shard(sizes, max_shard) as (piece size, how many), for a suite whose shards would not fit in memory:
+    each eval's shards take two sizes, base + 1 and base."""
+    if max_shard < 1:
+        raise ValueError(f"max_shard must be >= 1, got {max_shard!r}")
+    s = np.asarray(sizes, dtype=np.int64)
+    if (s < 0).any():
+        raise ValueError(f"sizes must be >= 0, got {int(s.min())!r}")
+    n = np.maximum(1, -(-s // max_shard))
+    base, extra = np.divmod(s, n)
+    size, count = np.concatenate([base + 1, base]), np.concatenate([extra, n - extra])
+    values, where = np.unique(size[count > 0], return_inverse=True)
+    return values, np.bincount(where, weights=count[count > 0]).astype(np.int64)
+
+
+def lpt(sizes, bins: int, counts=None) -> np.ndarray:
+    """Loads when the largest remaining piece goes to the least-loaded bin (ties to the lowest index).
+    counts: how many pieces of each size (default one each). When `bins` equal pieces have gone one to each bin,
+    the bins' order is what it was, so every further round does the same: a long run is dealt a round at a time."""
     if bins < 1:
         raise ValueError(f"bins must be >= 1, got {bins!r}")
     heap = [(0.0, b) for b in range(bins)]
     loads = np.zeros(bins)
-    for s in sorted((float(x) for x in sizes), reverse=True):
-        load, b = heapq.heappop(heap)
-        loads[b] = load + s
-        heapq.heappush(heap, (loads[b], b))
+    pieces = sorted(zip((float(x) for x in sizes), counts if counts is not None else [1] * len(sizes)),
+                    key=lambda sc: sc[0], reverse=True)
+    for s, c in pieces:
+        c = int(c)
+        while c:
+            before = loads.copy() if c >= bins else None
+            for _ in range(min(c, bins)):
+                load, b = heapq.heappop(heap)
+                loads[b] = load + s
+                heapq.heappush(heap, (loads[b], b))
+            c -= min(c, bins)
+            if before is not None and c >= bins and (loads - before == s).all():    # one each: repeat c // bins times
+                rounds = c // bins
+                loads += rounds * s
+                heap = sorted((load + rounds * s, b) for load, b in heap)
+                c -= rounds * bins
     return loads
 
 

@@ -33,6 +33,7 @@ Chapters: job-scheduler-100k.
 """
 from __future__ import annotations
 
+import bisect
 import heapq
 import itertools
 import math
@@ -66,7 +67,7 @@ def depth(n: int) -> int:
 
 def shape_of(job: Job) -> tuple:
     remaining = job.work - job.done
-    return job.gpus, next(i for i, b in enumerate(BUCKETS) if remaining <= b)
+    return job.gpus, bisect.bisect_left(BUCKETS, remaining)    # the first bucket with remaining <= its bound
 
 
 class ScanQueue:
@@ -127,16 +128,19 @@ class IndexedQueue:
 
     def best(self, fits=None):
         self.lookups.append(self.n)
-        out = None
+        out, empty = None, []
         for shape, h in self.heaps.items():
             if fits is not None and not fits(shape):
                 continue
             self._clean(h)
             if not h:
+                empty.append(shape)
                 continue
             self.ops += 1
             if out is None or h[0][0] < out[0]:
                 out = h[0]
+        for shape in empty:             # an emptied shape's heap goes (keys are unique: the order of shapes never decides)
+            del self.heaps[shape]
         return out
 
     def remove(self, job: Job) -> None:
