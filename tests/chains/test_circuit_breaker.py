@@ -181,6 +181,25 @@ def test_binomial_tail_against_a_direct_sum():
         assert binomial_tail(n, p, m) == pytest.approx(direct, rel=1e-12, abs=1e-300)
 
 
+def test_the_tails_cost_the_square_root_of_the_calls_and_a_run_longer_than_the_calls_never_happens():
+    # the terms the binomial sum leaves out are below a double's reach: a wide window's sum is the direct one
+    for n, p, m in [(3000, 0.05, 600), (3000, 0.3, 600), (3000, 0.3, 1), (3000, 0.05, 10)]:
+        direct = math.fsum(math.exp(math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * math.log(p)
+                                    + (n - i) * math.log1p(-p)) for i in range(m, n + 1))
+        assert binomial_tail(n, p, m) == pytest.approx(direct, rel=1e-12, abs=1e-300)
+    assert run_probability(10, 11, 0.9) == 0.0 and run_probability(10, 10, 1.0) == 1.0
+
+
+def test_a_reader_s_k_is_answered_up_to_its_limit_and_refused_past_it():
+    from utils import chains
+    from utils.chains import circuit_breaker as chapter
+    r = chains.derive("circuit-breaker", consecutive_k=chapter.K_MAX)
+    assert 0 <= r["consecutive_false_trips_per_hour"].m < 1e-100 and 0 <= r["consecutive_detects_in_time"].m < 1e-40
+    for name, value in (("consecutive_k", chapter.K_MAX + 1), ("window_s", 2e6)):
+        with pytest.raises(ParameterError, match=name):
+            chains.derive("circuit-breaker", **{name: value})
+
+
 # --- the chapter's chain ----------------------------------------------------------------------------
 
 def test_claims_verdicts():

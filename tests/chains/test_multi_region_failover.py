@@ -47,7 +47,8 @@ def test_more_regions_lower_the_survivor_load():
 
 @pytest.mark.parametrize("changes, name", [
     (dict(regions=1), "regions"), (dict(utilisation=1.5), "utilisation"), (dict(retry_cap_s=0.5), "retry_cap_s"),
-    (dict(window_s=600.0), "window_s"), (dict(replica_rps=-1.0), "replica_rps"), (dict(model="nope"), "model")])
+    (dict(window_s=600.0), "window_s"), (dict(replica_rps=-1.0), "replica_rps"), (dict(model="nope"), "model"),
+    (dict(in_flight_s=1e17), "in_flight_s"), (dict(replica_rps=0.01), "replica_rps")])
 def test_bad_input_is_refused_naming_the_parameter(changes, name):
     with pytest.raises(ParameterError, match=name):
         chains.derive("multi-region-failover", **changes)

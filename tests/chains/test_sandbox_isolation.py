@@ -32,7 +32,8 @@ def test_defaults():
 
 
 @pytest.mark.parametrize("name,value", [("sessions", 0.5), ("session_mem_gib", 800.0), ("host_reserved", 1.0),
-                                        ("session_vcpu", 500.0), ("vm_start_s", -1.0)])
+                                        ("session_vcpu", 500.0), ("vm_start_s", -1.0),
+                                        ("container_overhead_mib", 1e6), ("gvisor_overhead_mib", 1e9)])
 def test_bad_inputs_are_refused_by_name(name, value):
     with pytest.raises(ParameterError, match=name):
         chains.derive("sandbox-isolation", **{name: value})

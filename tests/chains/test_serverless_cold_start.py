@@ -42,6 +42,13 @@ def test_pool_matches_simulation_and_beats_the_mean():
     assert warm_pool.poisson_tail(ch["a_s"].m, int(out["pool_snapshot"].m) - 1) > 0.01
 
 
+def test_a_target_of_one_needs_no_pool_and_a_slow_start_a_large_one():
+    r = chains.derive("serverless-cold-start", target=1.0)
+    assert r["pool_cold"].m == r["pool_snapshot"].m == 0 and r["cold_share"].m == 1.0
+    slow = chains.derive("serverless-cold-start", cuda_init_s=3e6)
+    assert slow["pool_cold"].m > 3e6
+
+
 @pytest.mark.parametrize("name,value", [("registry_rate", 0.0), ("target", 1.5), ("weights_from", "tape"),
                                         ("snapshot_restore_s", 0.01), ("model", "no-such-model")])
 def test_bad_input_is_refused_naming_it(name, value):

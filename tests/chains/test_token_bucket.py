@@ -192,6 +192,21 @@ def test_chapter_property_admitted_is_burst_plus_rate_times_window(burst):
     assert r["admitted"].m == r["max_in_window"].m == burst + 50
 
 
+@pytest.mark.parametrize("changes", [dict(rate=0.01), dict(offered_rate=2e-5), dict(rate=1e12)])
+def test_a_slow_limit_a_sparse_client_and_a_huge_rate_are_answered(changes):
+    from utils import chains
+    r = chains.derive("token-bucket", **changes)
+    assert all(v.m >= 0 for v in r.values())
+    assert r["refusal_backward_step"].m > 3500                # the hour's debt, heard even with no request after it
+
+
+def test_a_run_past_its_size_is_refused_naming_the_inputs():
+    from utils import chains
+    from utils.params import ParameterError
+    with pytest.raises(ParameterError, match="burst"):
+        chains.derive("token-bucket", burst=10**6)
+
+
 def test_the_bucket_keeps_its_contract_in_every_scenario():
     from utils.chains import token_bucket as chapter
     ck = chapter.contract_checks()

@@ -43,7 +43,8 @@ def test_published_figures():
 
 
 @pytest.mark.parametrize("name, value", [("n_keys", 0), ("versions_per_key", 2.5), ("value_bytes", -1.0),
-                                         ("delete_share", 1.0), ("sim_writes", 0), ("seed", -1)])
+                                         ("delete_share", 1.0), ("sim_writes", 0), ("seed", -1),
+                                         ("sim_keys", 10**6), ("sim_writes", 10**6)])
 def test_bad_input_is_refused_with_its_name(name, value):
     with pytest.raises(ParameterError, match=name):
         chains.derive(SLUG, **{name: value})

@@ -47,6 +47,18 @@ def test_served_never_exceeds_capacity_and_is_seeded():
     assert np.all(a.good + a.wasted <= a.capacity + 1 / f.DT + 1e-9)   # one request of credit carried
 
 
+def test_attempts_past_the_horizon_change_nothing_and_a_huge_region_runs_in_bulk():
+    d = f.Drop(capacity=200, utilisation=0.7)
+    n = int(round(d.horizon / f.DT))
+    for policy in ("constant", "full_jitter"):
+        a = f.simulate(d, f.Clients(policy, max_attempts=n + 1), seed=1)
+        b = f.simulate(d, f.Clients(policy, max_attempts=10**6), seed=1)
+        assert np.array_equal(a.good, b.good) and np.array_equal(a.offered, b.offered) and a.gave_up == b.gave_up
+    big = f.simulate(f.Drop(capacity=1e9, utilisation=0.6), f.Clients("full_jitter", budget=0.1), seed=0)
+    w = big.window(5.0, 35.0)
+    assert 0 < w["goodput"] <= 1 and 0 <= w["wasted"] <= 1
+
+
 def test_the_autoscaler_adds_capacity_only_after_its_lag():
     d = f.Drop(capacity=300, utilisation=0.6, scale_lag_s=5.0, start_s=10.0, added=60.0, horizon=40.0)
     r = f.simulate(d, f.Clients(), seed=0)

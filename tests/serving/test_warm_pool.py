@@ -29,6 +29,16 @@ def test_pool_is_the_smallest_that_meets_the_target_and_above_the_mean():
     assert wp.pool_size(1.0, 50.0, 0.01, policy="shed") <= k    # shedding needs no more
     with pytest.raises(ValueError):
         wp.pool_size(1.0, 5.0, 1.5)
+    assert wp.pool_size(1.0, 5.0, 1.0) == 0                    # every request may meet a start: no pool
+
+
+def test_a_large_pool_starts_its_sums_where_the_terms_count():
+    a = 5000.0                                                  # the pass starts near a - 10 sqrt(a), not at 0
+    k = wp.pool_size(1.0, a, 0.01)
+    assert wp.poisson_tail(a, k) <= 0.01 < wp.poisson_tail(a, k - 1)
+    full = sum((k - i) * math.exp(i * math.log(a) - a - math.lgamma(i + 1)) for i in range(k))
+    assert wp.mean_idle(a, k) == pytest.approx(full, rel=1e-12)
+    assert 0 < wp.pool_size(1.0, 1e8, 0.01) - 1e8 < 1e5         # a hundred million in flight, in well under a second
 
 
 def test_the_pool_on_a_hand_clock():

@@ -87,6 +87,8 @@ SIMULATION = "the breaker on a fake clock against a seeded flaky backend (utils.
 HOUR = 3600.0
 FALSE_TARGET, DETECT_TARGET = 0.01, 0.99     # this book's bar: under 1% a healthy hour, 99% within a minute
 K_RANGE = range(1, 21)
+K_MAX = 100                       # the consecutive rule's k, at most (validate says why)
+WINDOW_CALLS_MAX = 10_000_000     # calls in the rate rule's window, at most (validate says why)
 
 
 def validate(p):
@@ -98,6 +100,12 @@ def validate(p):
                              "or the breaker can never close")
     if p.degraded_error <= p.healthy_error:
         raise ParameterError("degraded_error must be above healthy_error")
+    if p.consecutive_k > K_MAX:
+        raise ParameterError(f"consecutive_k must be at most {K_MAX}: the run-length chain is a (k + 1)-square matrix "
+                             "raised to an hour's calls, past a second beyond that (the page compares k up to 20)")
+    if p.request_rate * p.window_s > WINDOW_CALLS_MAX:
+        raise ParameterError(f"window_s: a window of over {WINDOW_CALLS_MAX:,} calls (request_rate x window_s) makes "
+                             "the binomial tail, summed term by term, run past a second")
     if p.request_rate * (p.onset_s + 2 * p.outage_s) > 200_000:
         raise ParameterError("request_rate: the simulation would run over 200,000 requests; "
                              "lower request_rate, onset_s or outage_s")
@@ -137,7 +145,8 @@ def rule_numbers(p) -> dict:
     miss = 1 - binomial_tail(n_w - 1, p.degraded_error, m - 1)
     n_h, n_d = int(R * HOUR), int(R * p.detect_within_s)
     ks = {k: dict(false=run_probability(n_h, k, p.healthy_error), detect=run_probability(n_d, k, p.degraded_error),
-                  false_approx=run_probability_approx(n_h, k, p.healthy_error)) for k in K_RANGE}
+                  false_approx=run_probability_approx(n_h, k, p.healthy_error))
+          for k in sorted({*K_RANGE, int(p.consecutive_k)})}
     return dict(n_w=n_w, m=m, checks=checks, tail_h=tail_h, miss=miss, n_h=n_h, n_d=n_d, ks=ks,
                 union=min(1.0, checks * tail_h))
 
@@ -204,8 +213,8 @@ def claim_inputs():
 
 def k_bounds(nums: dict) -> dict:
     ks = nums["ks"]
-    detect = [k for k in ks if ks[k]["detect"] >= DETECT_TARGET]
-    quiet = [k for k in ks if ks[k]["false"] <= FALSE_TARGET]
+    detect = [k for k in K_RANGE if ks[k]["detect"] >= DETECT_TARGET]      # the book's range, not the reader's k
+    quiet = [k for k in K_RANGE if ks[k]["false"] <= FALSE_TARGET]
     return dict(k_max_detect=max(detect) if detect else 0, k_min_quiet=min(quiet) if quiet else math.inf,
                 both=[k for k in detect if k in quiet])
 

@@ -80,6 +80,10 @@ RESULTS = (
 )
 
 
+POISSON_MAX = 1e18         # requests one Poisson draw may hold (numpy refuses a mean past about 9.2e18)
+WINDOW_REQUESTS_MIN = 30   # requests a region takes in the window, at least: a seed draws none once in e^30
+
+
 def validate(p):
     if p.regions < 2:
         raise ParameterError(f"regions must be at least 2 to fail over, got {p.regions}")
@@ -87,6 +91,14 @@ def validate(p):
         raise ParameterError(f"retry_cap_s must be at least retry_base_s ({p.retry_base_s}), got {p.retry_cap_s}")
     if p.window_s > 120:
         raise ParameterError(f"window_s must be at most 120 (the simulation is seconds, not hours), got {p.window_s}")
+    capacity = p.replicas_per_region * p.replica_rps
+    if capacity * max(p.in_flight_s, failover.DT) > POISSON_MAX:
+        raise ParameterError(f"replicas_per_region x replica_rps x in_flight_s: {capacity:g} request/s puts over "
+                             f"{POISSON_MAX:.0e} requests in one Poisson draw of the simulation, past what numpy draws")
+    if p.utilisation * capacity * p.window_s < WINDOW_REQUESTS_MIN:
+        raise ParameterError(f"utilisation x replicas_per_region x replica_rps x window_s: under "
+                             f"{WINDOW_REQUESTS_MIN} requests expected in the window, so a seed may draw none and "
+                             "leave its goodput shares undefined")
 
 
 def runs(p) -> dict:

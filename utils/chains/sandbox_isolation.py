@@ -78,8 +78,10 @@ def validate(p):
     if p.session_vcpu <= 0:
         raise ParameterError(f"session_vcpu must be positive, got {p.session_vcpu!r}")
     usable = p.host_mem_gib * (1 - p.host_reserved)
-    if p.session_mem_gib + p.vm_overhead_mib / MIB_PER_GIB > usable:
-        raise ParameterError(f"session_mem_gib={p.session_mem_gib!r} does not fit on a host with {usable:.0f} GiB usable")
+    for k in KINDS:             # every kind must fit one session, or its hosts are a division by zero sessions
+        if p.session_mem_gib + p[f"{k}_overhead_mib"] / MIB_PER_GIB > usable:
+            raise ParameterError(f"session_mem_gib={p.session_mem_gib!r} with {k}_overhead_mib="
+                                 f"{p[f'{k}_overhead_mib']!r} does not fit on a host with {usable:.0f} GiB usable")
     if p.session_vcpu > p.host_vcpus * p.oversubscription:
         raise ParameterError(f"session_vcpu={p.session_vcpu!r} is more than a host offers")
 

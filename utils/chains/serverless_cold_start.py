@@ -111,6 +111,7 @@ RESULTS = (
 
 WEIGHT_RATE = {"object-store": "object_store_rate", "nvme": "nvme_rate"}
 SIM_N, SIM_SEED = 20000, 7
+IN_FLIGHT_MAX = 1e8     # starts or requests in flight (request rate x time), at most (chain() says why)
 BUDGET_S = 10.0     # this book's stand-in for "within seconds" (the source gives no threshold): its scenario's bar
 
 
@@ -198,6 +199,11 @@ def chain(p) -> Chain:
     if ch["T_r"] < ch["t_rf"]:
         raise ParameterError(f"snapshot_restore_s={p.snapshot_restore_s:g} is faster than copying the weights "
                              f"({fmt(ch['M_w'])}) over the host-to-GPU link, {duration(ch['t_rf'])}")
+    in_flight = p.request_rate * max(as_float(ch["T_c"], "s"), as_float(ch["T_s"], "s"), p.service_s)
+    if in_flight > IN_FLIGHT_MAX:
+        raise ParameterError(f"request_rate={p.request_rate:g} with these starts and service_s puts {in_flight:.3g} "
+                             f"instances in flight, over {IN_FLIGHT_MAX:.0e}: the Poisson sums that size the pools run "
+                             "past a second beyond that")
     # --- the warm pool: Little's law for the mean, the Poisson tail for the target
     ch.given("lam", q(p.request_rate, "1/s"), "requests per second", kind="assumption", source=SPEC.source(p, "request_rate"))
     ch.given("S", q(p.service_s, "s"), "seconds each request holds an instance", kind="assumption",

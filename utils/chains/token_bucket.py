@@ -43,11 +43,16 @@ RESULTS = (
 )
 
 
+RUN_MAX = 30_000     # requests one scenario runs through the bucket, at most (validate says why)
+
+
 def validate(p):
     if p.step_at >= p.window:
         raise ParameterError(f"step_at must be inside the window (< {p.window:g} s), got {p.step_at!r}")
-    if p.offered_rate * p.window > 2e5:
-        raise ParameterError(f"offered_rate x window must be at most 200,000 requests, got {p.offered_rate * p.window:g}")
+    if p.burst + p.offered_rate * p.window > RUN_MAX:
+        raise ParameterError(f"burst + offered_rate x window must be at most {RUN_MAX:,} requests (each is run through "
+                             f"the bucket under four clocks, past a second beyond that), got "
+                             f"{p.burst + p.offered_rate * p.window:g}")
 
 
 # --- running the bucket ---------------------------------------------------------------------------
@@ -65,7 +70,7 @@ def run(capacity, rate, times, *, readings=None, bucket=TokenBucket) -> dict:
     d = drive(b, clock, shown)
     admitted = [x.admitted for x in d]
     return dict(admitted=admitted, n=sum(admitted), decisions=d, times=list(times),
-                longest_refusal=max(x.retry_after for x in d))
+                longest_refusal=max((x.retry_after for x in d), default=0.0))
 
 
 def wall_readings(times, step: float, at: float) -> list[float]:
@@ -86,12 +91,20 @@ def scenarios(rate, burst, offered_rate, window, clock_step, step_at) -> dict:
                backward_unguarded=run(burst, rate, t, readings=back, bucket=UnguardedBucket),
                conflated_capacity=conflated_capacity)
     first_after = bisect_left(t, step_at)
-    out["debt_retry_after"] = out["backward_unguarded"]["decisions"][first_after].retry_after
-    # a strict policy ("never more than r in any second", capacity 1) against capacity = rate
-    one_second = [i / (4 * rate) for i in range(int(rate) * 4)]        # four times the limit, for one second
-    out["strict"] = run(1.0, rate, one_second + [1.0] * int(rate))
-    out["strict_conflated"] = run(conflated_capacity, rate, one_second + [1.0] * int(rate))
+    if first_after < len(t):
+        out["debt_retry_after"] = out["backward_unguarded"]["decisions"][first_after].retry_after
+    else:                       # no request comes after the step: ask once, at the step, what a request would hear
+        probe = run(burst, rate, [*t, step_at], readings=[*back, step_at - clock_step], bucket=UnguardedBucket)
+        out["debt_retry_after"] = probe["decisions"][-1].retry_after
     return out
+
+
+def strict_runs(rate, conflated_capacity) -> dict:
+    """A strict policy ("never more than r in any second", capacity 1) against capacity = rate, on four times the
+    limit for one second (the claim's check; its length grows with the rate, so the chain does not run it)."""
+    one_second = [i / (4 * rate) for i in range(int(rate) * 4)]
+    return dict(strict=run(1.0, rate, one_second + [1.0] * int(rate)),
+                strict_conflated=run(conflated_capacity, rate, one_second + [1.0] * int(rate)))
 
 
 def retry_after_check(rate: float, cost: float = 1.0) -> dict:
@@ -142,11 +155,11 @@ def bucket_chain(rate, burst, offered_rate, window, clock_step, step_at, *, sour
              kind="derived", source=ran)
     ch.given("C_conf", q(s["conflated_capacity"], "request"), "capacity of a bucket built with capacity = rate",
              kind="assumption", source="the usual bug")
-    ch.step("R_conf", "C - C_conf", "request", "the policy's burst that bucket refuses")
+    ch.step("R_conf", "Max(C - C_conf, 0)", "request", "the policy's burst that bucket refuses")
     ch.given("S", q(clock_step, "s"), "the wall clock's step", kind="assumption", source=source("clock_step"))
     ch.given("A_fwd", q(s["forward"]["n"], "request"), "admitted, wall clock stepped forward",
              kind="derived", source=ran)
-    ch.step("A_over", "A_fwd - A_max", "request", "admitted beyond the limit: a refill nobody earned")
+    ch.step("A_over", "Max(A_fwd - A_max, 0)", "request", "admitted beyond the limit: a refill nobody earned")
     ch.given("n", q(1, "request"), "one request's cost", kind="assumption", source="one token a request")
     ch.step("t_pred", "S + n/r", "s", "an unguarded refill's debt r S, repaid at r, then one token")
     ch.given("t_debt", q(s["debt_retry_after"], "s"), "retry-after the unguarded bucket quotes just after the step",
@@ -178,12 +191,14 @@ def checks() -> dict:
     ra = retry_after_check(C["rate"])
     ra_cost = retry_after_check(C["rate"], cost=5.0)
     unguarded_ra = s["debt_retry_after"]
+    strict = strict_runs(C["rate"], s["conflated_capacity"])
     return dict(res=res, s=s, ra=ra, ra_cost=ra_cost, concurrent=concurrent_admitted(C["burst"]),
                 unguarded_ra=unguarded_ra,
                 bound=s["bound"], mono=s["monotonic"]["n"], conflated=s["conflated"]["n"],
                 forward=s["forward"]["n"], backward=s["backward"]["n"],
                 backward_unguarded=s["backward_unguarded"]["n"],
-                strict_max=_max_in_any_second(s["strict"]), strict_conf_max=_max_in_any_second(s["strict_conflated"]))
+                strict_max=_max_in_any_second(strict["strict"]),
+                strict_conf_max=_max_in_any_second(strict["strict_conflated"]))
 
 
 def _max_in_any_second(r: dict) -> int:

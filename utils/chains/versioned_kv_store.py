@@ -15,7 +15,7 @@ import threading
 
 from utils.chain import Chain, memoised
 from utils.components.versioned_store import TOMBSTONE, ScanModel, VersionedStore, comparisons, read_case
-from utils.params import Param, Result, Spec
+from utils.params import Param, ParameterError, Result, Spec
 from utils.units import fmt, num, pct, q, short
 from utils.verdicts import READING, WRONG, Claim
 
@@ -47,6 +47,17 @@ RESULTS = (
     Result("off_by_one_wrong_reads", "", "Reads the bisect_left store gets wrong (simulation)", of="w_bug",
            percent=True),
 )
+
+
+SIM_READS_MAX = 200_000   # reads the simulation checks, at most (validate says why)
+
+
+def validate(p):
+    reads = (p.sim_keys + 1) * (p.sim_writes + 1)
+    if reads > SIM_READS_MAX:
+        raise ParameterError(f"sim_keys and sim_writes: the simulation reads every key at every version, "
+                             f"(sim_keys + 1) x (sim_writes + 1) = {reads:,} reads, past a second beyond "
+                             f"{SIM_READS_MAX:,}")
 
 
 def simulate(n_keys: int, n_writes: int, delete_share: float, seed: int, side: str = "right") -> dict:
@@ -343,4 +354,4 @@ def contract_text() -> dict:
     return {f"contract-{k}": f"{ck[k]:,}" for k in ("scenarios", "held", "race", "versions", "torn")}
 
 
-SPEC = Spec("versioned-kv-store", PARAMETERS, RESULTS, compute)
+SPEC = Spec("versioned-kv-store", PARAMETERS, RESULTS, compute, validate=validate)

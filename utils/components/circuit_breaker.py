@@ -259,6 +259,8 @@ def run_probability(n: int, k: int, p: float) -> float:
     """P(at least one run of k or more failures among n independent calls failing with probability p):
     a Markov chain over the current run length (0..k-1, and k absorbing), its n-th power by squaring."""
     import numpy as np
+    if k > n:
+        return 0.0                             # fewer calls than the run: it cannot happen
     T = np.zeros((k + 1, k + 1))
     for j in range(k):
         T[j, 0] = 1 - p                        # a success resets the run
@@ -284,8 +286,12 @@ def binomial_tail(n: int, p: float, m: int) -> float:
     if p >= 1:
         return 1.0 if m <= n else 0.0
     lp, lq = math.log(p), math.log1p(-p)
+    # Terms more than 40 standard deviations (and 40) from the mean, or from m past it, are below e^-700 of the
+    # largest: nothing to a double's sum, so the sum costs the square root of n, not n.
+    mean, sd = n * p, math.sqrt(n * p * (1 - p))
+    lo, hi = max(m, math.floor(mean - 40 * sd - 40)), min(n, math.ceil(max(m, mean) + 40 * sd + 40))
     terms = [math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * lp + (n - i) * lq
-             for i in range(m, n + 1)]
+             for i in range(lo, hi + 1)]
     if not terms:
         return 0.0
     top = max(terms)

@@ -110,6 +110,29 @@ def _sleep(c: Clients, k: int, m: int, rng) -> np.ndarray:
     raise ValueError(f"policy must be constant, exponential, full_jitter or equal_jitter, got {c.policy!r}")
 
 
+BULK = 10_000     # retries scheduled at once past this many are drawn as counts per bin (a multinomial), not one by one
+
+
+def _retry_bins(c: Clients, k: int, m: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    """(bin offsets, clients per offset) for m clients sleeping before retry k: each client's own sleep, or for
+    more than BULK clients the same distribution as counts per bin, so the work is the bins, not the clients."""
+    def offset(sleep):
+        return np.maximum(1, np.ceil(np.asarray(sleep) / DT - 1e-9)).astype(int)
+    if c.policy in ("constant", "exponential"):        # one sleep for all: no draw
+        return offset([_sleep(c, k, 1, rng)[0]]), np.array([m])
+    if m <= BULK:
+        return offset(_sleep(c, k, m, rng)), np.ones(m, dtype=np.int64)
+    w = float(retry.window(k, c.base, c.cap))
+    lo = w / 2 if c.policy == "equal_jitter" else 0.0   # uniform on [lo, w)
+    if c.policy not in ("full_jitter", "equal_jitter"):
+        raise ValueError(f"policy must be constant, exponential, full_jitter or equal_jitter, got {c.policy!r}")
+    js = np.arange(offset([lo])[0], offset([w])[0] + 1)
+    edges = np.clip((np.concatenate([[js[0] - 1], js]) + 1e-9) * DT, lo, w)    # sleep s lands at j when s/DT - 1e-9 <= j
+    edges[0] = lo                                       # (a sleep under a bin lands in the first)
+    share = np.diff(edges) / (w - lo)
+    return js, rng.multinomial(m, share / share.sum())
+
+
 def simulate(d: Drop, c: Clients, *, admission_s: float | None = None, seed: int = 0) -> Run:
     """The survivor's seconds after the other region drops (see the module doc)."""
     for name, v in (("capacity", d.capacity), ("horizon", d.horizon), ("timeout_s", c.timeout_s)):
@@ -125,7 +148,10 @@ def simulate(d: Drop, c: Clients, *, admission_s: float | None = None, seed: int
     t_route = d.t_drop + d.detect_s
     t_more = t_route + d.scale_lag_s + d.start_s
     cap_t = np.where(t >= t_more, d.capacity + d.added, d.capacity)
-    due = np.zeros((n + 1, c.max_attempts), dtype=np.int64)   # retries due per bin, by attempt index
+    # Retries due per bin, by attempt index. Each attempt lands at least a bin after the last, so no index past n
+    # is ever due inside the horizon: the columns stop there however many attempts are allowed.
+    width = min(c.max_attempts, n + 1)
+    due = np.zeros((n + 1, width), dtype=np.int64)
     budget = retry.RetryBudget(c.budget) if c.budget is not None else None
     q: deque = deque()                                     # [bin admitted, count, abandoned, attempt index]
     queued = 0
@@ -147,9 +173,9 @@ def simulate(d: Drop, c: Clients, *, admission_s: float | None = None, seed: int
                                                     - budget.retries + 1e-9))))
             budget.retries += allowed
             gave_up += m - allowed
-        if allowed:
-            bins = i + np.maximum(1, np.ceil(_sleep(c, k, allowed, rng) / DT - 1e-9)).astype(int)
-            np.add.at(due[:, k + 1], np.minimum(bins, n), 1)
+        if allowed and k + 1 < width:                      # (past the columns: due after the horizon)
+            offsets, counts = _retry_bins(c, k, allowed, rng)
+            np.add.at(due[:, k + 1], np.minimum(i + offsets, n), counts)
 
     for i in range(n):
         ti = t[i]
@@ -160,7 +186,7 @@ def simulate(d: Drop, c: Clients, *, admission_s: float | None = None, seed: int
         if budget is not None:
             budget.requests += own + other
         out["new"][i] = own + other
-        arrivals = [(own, 0)] + [(int(due[i, k]), k) for k in range(1, c.max_attempts)]
+        arrivals = [(own, 0)] + [(int(due[i, k]), k) for k in np.flatnonzero(due[i, 1:]) + 1]
         if ti < t_route - 1e-9:                            # routing still sends them to the dead region
             out["refused"][i] += other
             fail(other, 0, i)

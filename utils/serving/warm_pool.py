@@ -26,6 +26,12 @@ import numpy as np
 POLICIES = ("wait", "shed")
 
 
+def _negligible_below(a: float) -> int:
+    """A count below which Poisson(a) holds under e^-50 in all (the Chernoff bound exp(-d^2 / 2a), d = 10 sqrt(a)):
+    each term is below half a double's step at 1, so sums may start here and cost the square root of a, not a."""
+    return max(0, math.floor(a - 10 * math.sqrt(a) - 10))
+
+
 def poisson_tail(a: float, k: int) -> float:
     """P(N >= k) for N ~ Poisson(a): 1 - sum_{i<k} e^-a a^i / i!, summed in logs so a large a is safe."""
     if k <= 0:
@@ -34,7 +40,7 @@ def poisson_tail(a: float, k: int) -> float:
         return 0.0
     term, cdf = math.exp(-a), 0.0
     if term == 0.0:        # a very large: sum the lower terms in log space
-        logs = [i * math.log(a) - a - math.lgamma(i + 1) for i in range(k)]
+        logs = [i * math.log(a) - a - math.lgamma(i + 1) for i in range(min(k, _negligible_below(a)), k)]
         return max(0.0, 1.0 - sum(math.exp(x) for x in logs))
     for i in range(k):
         cdf += term
@@ -56,12 +62,14 @@ def pool_size(rate: float, cold_start: float, target: float, policy: str = "wait
     or are shed (policy "shed") is at most `target`."""
     if policy not in POLICIES:
         raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
-    if not 0 < target < 1:
-        raise ValueError(f"target must be a share in (0, 1), got {target!r}")
+    if not 0 < target <= 1:
+        raise ValueError(f"target must be a share in (0, 1], got {target!r}")
     a = rate * cold_start
     # One pass up k, each share from the last (O(k), not O(k^2)): the Poisson cdf adds the next term in logs
-    # (safe for a large a); Erlang B steps its own recursion.
-    k, tail, b = 0, 1.0, 1.0
+    # (safe for a large a); Erlang B steps its own recursion. Waiting, the pass starts where the terms below
+    # leave the tail exactly 1.0 (no pool that small meets a target below 1); Erlang B needs every step.
+    k = _negligible_below(a) if policy == "wait" and target < 1 else 0
+    tail, b = 1.0, 1.0
     while (tail if policy == "wait" else b) > target:
         tail = max(0.0, tail - math.exp(k * math.log(a) - a - math.lgamma(k + 1))) if a > 0 else 0.0
         k += 1
@@ -73,7 +81,8 @@ def mean_idle(a: float, k: int) -> float:
     """Mean warm instances idle in the pool, E[(k - N)+] with N ~ Poisson(a): what the provider pays for
     and nobody is billed for."""
     if a > 700:     # e^-a falls below the smallest normal double (and to zero past 745): sum each term in logs
-        return sum((k - i) * math.exp(i * math.log(a) - a - math.lgamma(i + 1)) for i in range(k))
+        return sum((k - i) * math.exp(i * math.log(a) - a - math.lgamma(i + 1))
+                   for i in range(min(k, _negligible_below(a)), k))
     term, out = math.exp(-a), 0.0
     for i in range(k):
         out += (k - i) * term
