@@ -116,3 +116,20 @@ def test_a_plan_that_does_not_fit_is_refused_with_its_shortfall_and_the_batch_th
         chains.derive("moe-1t-on-72-gpus", batch=20000)
     with pytest.raises(ParameterError, match="short by .*no batch fits"):
         chains.derive("moe-1t-on-72-gpus", gpu="h200", n_gpus=8, batch=8)
+
+
+def test_weights_priced_by_part():
+    """Experts' matrices in int4 and the rest in bf16: each GPU holds its copied part (shared expert apart) at two
+    bytes and its expert slots and the shared expert at half a byte; both parts at one width is that width."""
+    mixed = [{"part": "experts", "bytes_per_param": 0.5}, {"part": "rest", "bytes_per_param": 2}]
+    ch = rack.compute(chains.check("moe-1t-on-72-gpus", part_bytes=mixed))
+    expert = ch["L_m"] * ch["P_e"]
+    assert ch["W"].to("B").m == pytest.approx(((ch["N_rep"] - ch["S_c"] * expert) * 2
+                                               + (ch["S_c"] + ch["s"]) * expert * 0.5).m)
+    assert ch["S_c"].m == 1 and ch["N_x"].m == pytest.approx(((ch["E_r"] + ch["S_c"]) * expert).m)
+    kimi, gb200 = catalog.model("kimi-k2"), catalog.accelerator("gb200")
+    both = rack.plan(kimi, gb200, 72, 2.0, 2.0, 32768, 576, expert_bytes=2.0)
+    one = rack.plan(kimi, gb200, 72, 2.0, 2.0, 32768, 576)
+    assert [both[k].m for k in ("W", "n_w", "R_w", "t_step")] == [one[k].m for k in ("W", "n_w", "R_w", "t_step")]
+    with pytest.raises(ParameterError, match="part_bytes names a part twice"):
+        chains.check("moe-1t-on-72-gpus", part_bytes=mixed[:1] * 2)

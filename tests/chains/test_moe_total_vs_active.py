@@ -103,3 +103,42 @@ def test_compute_is_the_page_chain_up_to_the_step():
     short, full = tva.compute(p), tva.page_chain(p)
     assert [r.name for r in full.rows[:len(short.rows)]] == [r.name for r in short.rows]
     assert all(full[r.name] == short[r.name] for r in short.rows) and "rho" in full.rows[len(short.rows)].name
+
+
+def test_gpt_oss_priced_by_part_is_its_checkpoint(capsys):
+    """gpt-oss-120b's experts in MXFP4 (4.25 bits with their scales) and the rest in bf16: the weights come to what
+    utils.models.weight_bytes_by_part gives from the model's own quantization_config, the 65.2 GB (60.8 GiB)
+    checkpoint; given on the command line as JSON rows."""
+    import json
+
+    from utils import catalog, models, rederive
+    parts = json.dumps(tva.gpt_oss_parts())
+    out = rederive.payload("moe-total-vs-active", {"model": "gpt-oss-120b", "part_bytes": parts})["results"]
+    checkpoint = models.weight_bytes_by_part(catalog.model("gpt-oss-120b"), 2)["total"]
+    assert out["weights_bytes"]["value"] == pytest.approx(checkpoint.to("TB").m, rel=1e-12)
+    assert checkpoint.to("GiB").m == pytest.approx(60.8, abs=0.05)
+    flat = chains.derive("moe-total-vs-active", model="gpt-oss-120b", weight_bytes_per_param=2.0)
+    assert flat["weights_bytes"].m > 3 * out["weights_bytes"]["value"]
+
+
+def test_the_default_prices_every_part_alike_and_a_part_not_named_keeps_the_width():
+    ch = tva.compute(chains.check("moe-total-vs-active"))
+    assert ch["W"].m == (ch["N_tot"] * ch["b_w"]).to("TB").m and ch["b_e"].m == ch["b_w"].m
+    experts_only = tva.compute(chains.check("moe-total-vs-active", part_bytes=[{"part": "experts", "bytes_per_param": 0.5}]))
+    assert experts_only["b_w"].m == 1.0 and experts_only["b_e"].m == 0.5
+    assert experts_only["W"].to("B").m == pytest.approx((ch["N_tot"].m - ch["N_x"].m) + 0.5 * ch["N_x"].m)
+    same = chains.derive("moe-total-vs-active", part_bytes=[{"part": "experts", "bytes_per_param": 2},
+                                                            {"part": "rest", "bytes_per_param": 2}])
+    assert same == chains.derive("moe-total-vs-active", weight_bytes_per_param=2.0)
+
+
+@pytest.mark.parametrize("rows, match", [
+    ([{"part": "attention", "bytes_per_param": 2}], r"part_bytes\[0\].part must be one of experts, rest"),
+    ([{"part": "rest", "bytes_per_param": 2}] * 2, "part_bytes names a part twice"),
+    ([{"part": "experts", "bytes_per_param": 0}], r"part_bytes\[0\].bytes_per_param must be > 0"),
+    ([{"part": "experts"}], r"part_bytes\[0\] lacks column 'bytes_per_param'"),
+])
+def test_bad_part_tables_are_refused_in_one_line(rows, match):
+    with pytest.raises(ParameterError, match=match) as e:
+        chains.check("moe-total-vs-active", part_bytes=rows)
+    assert "\n" not in str(e.value)

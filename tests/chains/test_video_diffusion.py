@@ -76,3 +76,56 @@ def test_rows_show_each_parameters_own_source_and_true_kind_at_the_defaults():
     moved = {r.name: r for r in spec.compute(spec.check(mfu=0.3)).rows}
     assert moved["u"].kind == "assumption" and moved["u"].source == "parameters cell"
     assert catalog.price("h100-rental").q("lambda_on_demand").m == vd.rental_rate()
+
+
+def test_another_models_geometry_from_the_command_line_gives_its_token_count(tmp_path):
+    """CogVideoX-5B (arXiv 2408.06072; its transformer config, vd.COGVIDEOX_SRC): a 4 x 8 x 8 VAE and a 2 x 2 patch
+    turn 49 frames of 720 x 480 into 13 latent frames of 60 x 90 and 13 x 30 x 45 = 17,550 tokens; given as
+    JSON text and as a .json file alike."""
+    import json
+
+    from utils import rederive
+    file = tmp_path / "cogvideox.json"
+    file.write_text(json.dumps([vd.COGVIDEOX_5B]))
+    size = {k: str(v) for k, v in vd.COGVIDEOX_SIZE.items()}
+    for given in (json.dumps(vd.COGVIDEOX_5B), str(file)):
+        out = rederive.payload("video-diffusion", {"dit_geometry": given, **size})["results"]
+        assert out["dit_tokens"]["value"] == 13 * (480 // 16) * (720 // 16) == 17550
+        assert out["latent_elements"]["value"] == 13 * 60 * 90 * 16
+    rows = {r.name: r for r in vd.compute(chains.check("video-diffusion", dit_geometry=[vd.COGVIDEOX_5B],
+                                                          **vd.COGVIDEOX_SIZE)).rows}
+    assert rows["d"].kind == "assumption" and rows["d"].source == "parameters cell"
+
+
+def test_a_temporal_patch_divides_the_latent_frames():
+    two = {**vd.COGVIDEOX_5B, "patch_t": 2}
+    one = chains.derive("video-diffusion", dit_geometry=[vd.COGVIDEOX_5B], frames=85, height=480, width=720)
+    half = chains.derive("video-diffusion", dit_geometry=[two], frames=85, height=480, width=720)
+    assert one["dit_tokens"].m == 22 * 30 * 45 and half["dit_tokens"].m == one["dit_tokens"].m / 2
+
+
+@pytest.mark.parametrize("change, match", [
+    (dict(vae_spatial=0), r"dit_geometry\[0\].vae_spatial must be a whole number >= 1"),
+    (dict(patch_h=1.5), r"dit_geometry\[0\].patch_h must be a whole number >= 1"),
+    (dict(layers=-2), r"dit_geometry\[0\].layers must be a whole number >= 1"),
+    (dict(width="wide"), r"dit_geometry\[0\].width must be a number"),
+    (dict(name=""), r"dit_geometry\[0\].name must be a non-empty string"),
+    (dict(patch_t=2), "frames/height/width for CogVideoX-5B: 13 latent frames do not divide by the temporal patch 2"),
+    (dict(vae_temporal=5), "frames must be 1 \\+ a multiple of 5"),
+])
+def test_bad_geometry_is_refused_in_one_line(change, match):
+    with pytest.raises(ParameterError, match=match) as e:
+        chains.check("video-diffusion", dit_geometry=[{**vd.COGVIDEOX_5B, **change}], **vd.COGVIDEOX_SIZE)
+    assert "\n" not in str(e.value)
+
+
+def test_a_missing_field_or_a_second_row_is_refused(capsys):
+    from utils import rederive
+    partial = {k: v for k, v in vd.COGVIDEOX_5B.items() if k != "ffn_width"}
+    with pytest.raises(ParameterError, match=r"dit_geometry\[0\] lacks column 'ffn_width'"):
+        chains.check("video-diffusion", dit_geometry=[partial])
+    with pytest.raises(ParameterError, match="dit_geometry is one model: give one row, got 2"):
+        chains.check("video-diffusion", dit_geometry=[vd.COGVIDEOX_5B] * 2)
+    assert rederive.main(["video-diffusion", "--set", 'dit_geometry={"name": "x", "layers": 0}']) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: dit_geometry[0] lacks column") and err.count("\n") == 1

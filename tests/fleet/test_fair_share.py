@@ -118,3 +118,19 @@ def test_bad_jobs_are_refused():
         c.submit(0.0, Job("x", "z", 1))
     with pytest.raises(ValueError, match="gpus"):
         c.submit(0.0, Job("x", "a", 9))
+
+
+def test_a_usage_history_decays_as_the_scheduler_does_and_a_short_window_is_a_lump():
+    from utils.fleet.fair_share import decayed_usage, start_order
+    u = DecayedUsage(24.0)
+    u.set_rate(0.0, 8)
+    u.set_rate(48.0, 0)
+    ran = u.advance(72.0)                                          # 8 GPUs from 72 h ago to 24 h ago
+    assert decayed_usage([("a", 8 * 48, 72.0, 24.0)], 24.0)["a"] == pytest.approx(ran, rel=1e-12)
+    lump = decayed_usage([("a", 100.0, 24.0, 24.0)], 24.0)["a"]
+    assert lump == pytest.approx(50.0)
+    assert decayed_usage([("a", 100.0, 24.0 + 1e-9, 24.0)], 24.0)["a"] == pytest.approx(lump, rel=1e-9)
+    assert decayed_usage([("a", 1.0, 0.0, 0.0), ("a", 2.0, 0.0, 0.0)], 1.0) == {"a": 3.0}
+    with pytest.raises(ValueError, match="start_ago"):
+        decayed_usage([("a", 1.0, 1.0, 2.0)], 1.0)
+    assert start_order({"x": 0.5, "y": 0.7, "a": 0.5}) == ["y", "a", "x"]

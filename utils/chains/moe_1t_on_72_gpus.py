@@ -4,15 +4,19 @@ The wide expert-parallel decode layout: every GPU holds a copy of everything tha
 and the KV cache of its own B/n sequences; the routed experts are spread in whole-expert slots
 (utils.serving.moe.slot_layout). The memory plan per GPU (weights, KV cache, activation buffers, the share the
 engine leaves free) and a decode-step floor: reading what the busiest GPU touches from HBM (or its FLOPs)
-plus two all-to-alls per MoE layer, each a latency plus its bytes over the one-way NVLink bandwidth.
+plus two all-to-alls per MoE layer, each a latency plus its bytes over the one-way NVLink bandwidth. Weights are
+priced at `weight_bytes_per_param`, or by part with `part_bytes` (the experts' matrices apart from the rest, as
+moe-total-vs-active takes it: utils.chains.moe_total_vs_active.PART_BYTES).
 """
 from __future__ import annotations
 
 import functools
+import json
 import math
 
 from utils import catalog, models
 from utils.chain import Chain, as_float, memoised
+from utils.chains import moe_total_vs_active as tva
 from utils.display import table
 from utils.params import Param, ParameterError, Result, Spec
 from utils.roofline import FRACTIONS, add_fraction_inputs, fraction_params
@@ -40,6 +44,7 @@ PARAMETERS = (
           "rail-optimised): used only where the group spans nodes", check="interconnect",
           source="catalog: InfiniBand NDR, 400 Gb/s per GPU (the H100/H200 reference fabric)"),
     *fraction_params(),
+    tva.PART_BYTES,
 )
 REFUSED = {name: "the parameter counts, experts, layers and cache widths all follow from model=; set model "
                  "instead, so no result mixes two architectures"
@@ -74,6 +79,7 @@ def moe_mla_models() -> list[str]:
 
 
 def validate(p) -> None:
+    tva.validate_parts(p)
     if not (models.is_moe(p.model) and models.is_mla(p.model)):
         raise ParameterError(f"model {p.model.key!r} is not a mixture of experts with latent attention; "
                              f"valid: {', '.join(moe_mla_models())}")
@@ -97,11 +103,14 @@ def _cat(ch, sym, entry, field, label, unit):
 
 def plan(m, acc, n_gpus, weight_bytes_per_param, kv_bytes_per_element, context_tokens, batch, *,
          imbalance=1.0, compute_fraction=FRACTIONS[0], bandwidth_fraction=FRACTIONS[1], decode=True, fabric="ib-ndr",
-         source="parameters cell", cite=None) -> Chain:
+         source="parameters cell", cite=None, expert_bytes=None, parts=False) -> Chain:
     """The memory plan and (decode=True) the decode-step floor, for catalog entries m and acc. batch and
     imbalance may be numpy arrays: every step is evaluated elementwise. Each input cites `source`, or
-    cite(parameter name) where given (the page's SPEC.source)."""
+    cite(parameter name) where given (the page's SPEC.source). weight_bytes_per_param prices every weight but the
+    experts' matrices, expert_bytes those (weight_bytes_per_param when None); parts: the widths came from part_bytes."""
     cite = cite or (lambda _name: source)
+    b_e = weight_bytes_per_param if expert_bytes is None else expert_bytes
+    width = cite("part_bytes" if parts else "weight_bytes_per_param")
     link = catalog.interconnect(acc.q("scaleup_link"))
     c = models.param_count(m)
     x = moe.experts(m)
@@ -116,12 +125,16 @@ def plan(m, acc, n_gpus, weight_bytes_per_param, kv_bytes_per_element, context_t
              source=f"{m.key}.d_model, moe_d_ff")
     ch.step("N_r", "L_m*E_r*P_e", "parameter", "routed-expert parameters")
     ch.step("N_rep", "N_tot - N_r", "parameter", "the rest, copied to every GPU")
-    ch.given("b_w", q(weight_bytes_per_param, "byte/parameter"), "bytes per weight", kind="assumption",
-             source=cite("weight_bytes_per_param"))
+    ch.given("b_w", q(weight_bytes_per_param, "byte/parameter"), "bytes per weight, all but the experts' matrices",
+             kind="assumption", source=width)
+    ch.given("b_e", q(b_e, "byte/parameter"), "bytes per weight of the experts' matrices", kind="assumption",
+             source=width)
+    ch.given("S_c", tva.shared_experts(m), "shared experts per MoE layer (in N_rep, copied to every GPU)",
+             kind="spec", source=f"{m.key}.n_shared_experts")
     ch.given("n", n_gpus, "GPUs in the expert-parallel group", kind="assumption",
              source=cite("n_gpus"))
     ch.step("s", "ceiling(E_r/n)", "", "expert slots per GPU (utils.serving.moe.slot_layout)")
-    ch.step("W", "(N_rep + s*L_m*P_e)*b_w", "GB", "weights on each GPU")
+    ch.step("W", "(N_rep - S_c*L_m*P_e)*b_w + (S_c + s)*L_m*P_e*b_e", "GB", "weights on each GPU")
     ch.given("kv", models.kv_bytes_per_token(m, kv_bytes_per_element), "KV cache per token, all layers",
              kind="derived", source="utils.models.kv_bytes_per_token (MLA latent + RoPE key)")
     ch.given("T", q(context_tokens, "token"), "context per sequence", kind="assumption",
@@ -147,7 +160,9 @@ def plan(m, acc, n_gpus, weight_bytes_per_param, kv_bytes_per_element, context_t
     ch.solve("S_max", "u*C = W + S_max*(T*kv + n*d*(b_d + b_c) + V*b_l)", "",
              "sequences per GPU that fit at this context")
     ch.step("B_max", "n*Max(0, floor(S_max))", "", "sequences that fit across the group")
-    ch.solve("n_w", "n_w*u*C = N_tot*b_w", "", "GPUs that would hold the weights alone, evenly sharded")
+    ch.given("N_x", tva.expert_matrices(m), "the experts' matrices, routed and shared", kind="derived",
+             source="utils.models.weight_bytes_by_part (a part's matrices apart from its biases)")
+    ch.solve("n_w", "n_w*u*C = (N_tot - N_x)*b_w + N_x*b_e", "", "GPUs that would hold the weights alone, evenly sharded")
     if not decode:
         return ch
     # --- the decode step ---
@@ -162,7 +177,8 @@ def plan(m, acc, n_gpus, weight_bytes_per_param, kv_bytes_per_element, context_t
     ch.given("rho", imbalance, "router skew: multiplies the busiest GPU's tokens and its experts", kind="assumption",
              source="1 = tokens spread evenly, experts touched at random (the floor)")
     ch.step("e_g", "Min(s, rho*m_e)", "", "experts the busiest GPU reads per MoE layer (at most its slots)")
-    ch.step("R_w", "(N_rep - N_emb + e_g*L_m*P_e)*b_w", "GB", "weight bytes that GPU reads per step")
+    ch.step("R_w", "(N_rep - N_emb - S_c*L_m*P_e)*b_w + (S_c + e_g)*L_m*P_e*b_e", "GB",
+            "weight bytes that GPU reads per step")
     _cat(ch, "BW", acc, "hbm_bandwidth", "HBM bandwidth", "TB/s")
     # No read or matmul runs at the datasheet's roof: the catalog's achieved shares (or the reader's) scale
     # the HBM bandwidth and both tensor rates; t_roof below keeps the roof's own figure, labelled as a bound.
@@ -171,7 +187,8 @@ def plan(m, acc, n_gpus, weight_bytes_per_param, kv_bytes_per_element, context_t
     ch.step("t_kv", "KV/(eta_W*BW)", "ms", "reading the KV cache")
     ch.given("N_act", c["active"], "active parameters per token", kind="derived", source="utils.models.param_count")
     ch.given("c_f", q(2, "FLOP/parameter"), "FLOPs per weight per token", kind="derived", source="one multiply-add")
-    _cat(ch, "R_m", acc, moe.tensor_rate_key(acc, weight_bytes_per_param), "tensor rate for the weight matmuls", "TFLOP/s")
+    _cat(ch, "R_m", acc, moe.tensor_rate_key(acc, max(weight_bytes_per_param, b_e)), "tensor rate for the weight matmuls",
+         "TFLOP/s")
     ch.given("L_a", models.n_layers(m), "layers with attention", kind="spec", source=f"{m.key}.n_layers")
     ch.given("H", int(m.q("n_heads").m), "attention heads", kind="spec", source=f"{m.key}.n_heads")
     ch.given("r", int(m.q("kv_lora_rank").m), "latent width", kind=m["kv_lora_rank"].kind, source=f"{m.key}.kv_lora_rank")
@@ -210,8 +227,8 @@ def plan(m, acc, n_gpus, weight_bytes_per_param, kv_bytes_per_element, context_t
 def shortfall(p) -> str:
     """Why the reader's plan does not fit (the shortfall per GPU and the largest batch that fits), or "". A
     plan that does not fit gets no step time or throughput."""
-    ch = plan(p.model, p.gpu, p.n_gpus, p.weight_bytes_per_param, p.kv_bytes_per_element, p.context_tokens,
-              p.batch, decode=False)
+    ch = plan(p.model, p.gpu, p.n_gpus, rest_bytes(p), p.kv_bytes_per_element, p.context_tokens,
+              p.batch, decode=False, **widths(p))
     if as_float(ch["spare"], "GB") >= 0:
         return ""
     b_max = int(as_float(ch["B_max"]))
@@ -222,9 +239,19 @@ def shortfall(p) -> str:
 
 
 def compute(p) -> Chain:
-    return plan(p.model, p.gpu, p.n_gpus, p.weight_bytes_per_param, p.kv_bytes_per_element, p.context_tokens,
+    return plan(p.model, p.gpu, p.n_gpus, rest_bytes(p), p.kv_bytes_per_element, p.context_tokens,
                 p.batch, compute_fraction=p.compute_fraction, bandwidth_fraction=p.bandwidth_fraction,
-                fabric=p.fabric.key, cite=functools.partial(SPEC.source, p))
+                fabric=p.fabric.key, cite=functools.partial(SPEC.source, p), **widths(p))
+
+
+def rest_bytes(p) -> float:
+    """Bytes per weight of all but the experts' matrices (part_bytes's "rest", else weight_bytes_per_param)."""
+    return tva.part_widths(p)[0]
+
+
+def widths(p) -> dict:
+    """plan()'s keywords for the experts' width: part_bytes's "experts", else weight_bytes_per_param."""
+    return dict(expert_bytes=tva.part_widths(p)[1], parts=bool(p.part_bytes))
 
 
 def by_key(model, gpu, *args, **kw) -> Chain:
@@ -395,22 +422,22 @@ def cache_rows(m, kv_bytes_per_element) -> list[tuple[str, object]]:
 def sweep(p, batches) -> Chain:
     """The chain over an array of batches at the parameters' other inputs."""
     import numpy as np
-    return plan(p.model, p.gpu, p.n_gpus, p.weight_bytes_per_param, p.kv_bytes_per_element, p.context_tokens,
-                np.asarray(batches))
+    return plan(p.model, p.gpu, p.n_gpus, rest_bytes(p), p.kv_bytes_per_element, p.context_tokens,
+                np.asarray(batches), **widths(p))
 
 
 def imbalance_steps(p, rhos, context_tokens, batch):
     import numpy as np
-    return plan(p.model, p.gpu, p.n_gpus, p.weight_bytes_per_param, p.kv_bytes_per_element, context_tokens,
-                batch, imbalance=np.asarray(rhos))["t_step"]
+    return plan(p.model, p.gpu, p.n_gpus, rest_bytes(p), p.kv_bytes_per_element, context_tokens,
+                batch, imbalance=np.asarray(rhos), **widths(p))["t_step"]
 
 
 def memory_plans(p) -> list[tuple[str, dict]]:
     """Per-GPU memory (weights, KV, activations, left free, capacity) for the parameters and three plans."""
     ctx = full_context()
     plans = [(f"{p.n_gpus} x {chip(p.gpu)}\n(parameters)",
-              plan(p.model, p.gpu, p.n_gpus, p.weight_bytes_per_param, p.kv_bytes_per_element, p.context_tokens,
-                   p.batch, decode=False))]
+              plan(p.model, p.gpu, p.n_gpus, rest_bytes(p), p.kv_bytes_per_element, p.context_tokens,
+                   p.batch, decode=False, **widths(p)))]
     full = max(72, summary(by_key("kimi-k2", "gb200", 72, 1.0, 2.0, ctx, 72, decode=False))["max_batch"])
     for label, g, n, b, batch in (("full rack", "gb200", 72, 1.0, full), ("fp8", "h200", 8, 1.0, 8),
                                   ("int4", "h200", 8, 0.5, 8)):
@@ -445,8 +472,8 @@ def variant_plans(p, ch) -> dict:
     h16_step = by_key("kimi-k2", "h200", 16, 1.0, 2.0, ctx, h16["max_batch"])
     int4 = summary(by_key("kimi-k2", "h200", 8, 0.5, 2.0, ctx, 8, decode=False))
     bf16 = summary(by_key("kimi-k2", "gb200", 8, 2.0, 2.0, ctx, 8, decode=False))["gpus_for_weights"]
-    long = plan(p.model, p.gpu, p.n_gpus, p.weight_bytes_per_param, p.kv_bytes_per_element, LONG_CTX, p.batch,
-                decode=False)
+    long = plan(p.model, p.gpu, p.n_gpus, rest_bytes(p), p.kv_bytes_per_element, LONG_CTX, p.batch,
+                decode=False, **widths(p))
     ib = catalog.interconnect("ib-ndr")
     h200 = catalog.accelerator("h200")
     return dict(h8=h8, sharded=sharded, short=h8["W"] - h8["u"] * h8["C"], short_sharded=sharded - h8["u"] * h8["C"],
@@ -518,9 +545,12 @@ def plan_glue(p, ch) -> dict:
     E = moe.experts(p.model)["E"]
     share = as_float(ch["u"])
     bytes_word = "byte" if p.weight_bytes_per_param == 1 else "bytes"
+    b_w, b_e = tva.part_widths(p)
+    widths_text = (f"{num(p.weight_bytes_per_param)} {bytes_word} per weight" if b_w == b_e else
+                   f"{num(b_e)} bytes per expert weight and {num(b_w)} for the rest")
     return {
-        "intro-setup": (f"{name(p.model)} on {p.n_gpus} {name(p.gpu)} GPUs, {num(p.weight_bytes_per_param)} "
-                        f"{bytes_word} per weight, {p.context_tokens:,} tokens of context, {p.batch:,} sequences"),
+        "intro-setup": (f"{name(p.model)} on {p.n_gpus} {name(p.gpu)} GPUs, {widths_text}, "
+                        f"{p.context_tokens:,} tokens of context, {p.batch:,} sequences"),
         "intro-fits": f"fits {p.n_gpus} GPUs" if res["fits"] else f"does not fit {p.n_gpus} GPUs",
         "intro-a2a-share": pct(res["a2a_share"]),
         "fit-sentence": (f"fits, with {fmt(ch['spare'])} to spare on each GPU" if res["fits"] else
@@ -552,7 +582,8 @@ def reading_section(p) -> tuple[dict, str]:
     glue = {"layout-sentence": layout, "b1-touched": num(_at(rd["E_t"], 0)), "b1-busiest": fmt(_at(rd["e_g"], 0)),
             "b1-read": fmt(_at(rd["R_w"], 0)),
             "b1-a2a-share": pct(as_float(_at(rd["t_a2a"], 0) / _at(rd["t_step"], 0), "")),
-            "rep-read": fmt(((rd["N_rep"] - rd["N_emb"]) * rd["b_w"]).to("GB")),
+            "rep-read": fmt(((rd["N_rep"] - rd["N_emb"] - rd["S_c"] * rd["L_m"] * rd["P_e"]) * rd["b_w"]
+                             + rd["S_c"] * rd["L_m"] * rd["P_e"] * rd["b_e"]).to("GB")),
             "b8-mean": fmt(_at(rd["E_t"], i8) / n), "b8-busiest": fmt(_at(rd["e_g"], i8)), "bn-batch": f"{n:,}",
             "bn-mean": fmt(_at(rd["E_t"], i_n) / n), "bn-busiest": fmt(_at(rd["e_g"], i_n)), "bn-slots": str(s),
             "bn-p-full": pct(1 - (1 - f_n**s)**n_hi, digits=4), "b8-busiest-spare": fmt(spare[8]),
@@ -623,9 +654,19 @@ def points_section() -> str:
                   "all-to-all", "largest"], body)
 
 
+# The table as a reader types it: the experts' matrices in int4, everything else in bf16.
+PARTS_EXAMPLE = [{"part": "experts", "bytes_per_param": 0.5}, {"part": "rest", "bytes_per_param": 2.0}]
+
+
 def what_changes(p, ch) -> dict:
     w = variant_plans(p, ch)
-    return {"board-gpus": str(int(w["h8"]["n"].m)), "h200-weights": fmt(w["h8"]["W"]), "h200-sharded": fmt(w["sharded"]),
+    mixed = compute(p.replace(part_bytes=tuple(PARTS_EXAMPLE)))
+    cmd = f"python -m utils.rederive moe-1t-on-72-gpus --set part_bytes='{json.dumps(PARTS_EXAMPLE)}'"
+    return {"parts-cmd": cmd, "parts-e": num(PARTS_EXAMPLE[0]["bytes_per_param"]),
+            "parts-r": num(PARTS_EXAMPLE[1]["bytes_per_param"]), "parts-w": fmt(mixed["W"]),
+            "parts-total": fmt(((mixed["N_tot"] - mixed["N_x"]) * mixed["b_w"] + mixed["N_x"] * mixed["b_e"]).to("TB")),
+            "parts-step": fmt(mixed["t_step"]),
+            "board-gpus": str(int(w["h8"]["n"].m)), "h200-weights": fmt(w["h8"]["W"]), "h200-sharded": fmt(w["sharded"]),
             "h200-cap": fmt(w["h8"]["C"]), "h200-short": fmt(w["short"]), "h200-short-sharded": fmt(w["short_sharded"]),
             "h200-raw": fmt(w["raw"].to("TB")), "h200-board": fmt(w["board"].to("TB")),
             "moonshot-min": str(MOONSHOT_MIN_H200), "h200-16-batch": f"{w['h16']['max_batch']:,}",

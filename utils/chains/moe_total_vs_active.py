@@ -7,15 +7,23 @@ bytes per token (utils.serving.moe.alltoall_bytes_per_token), why the group stay
 the imbalance a uniform router already leaves (utils.serving.moe.imbalance). A group wider than the routed experts
 (DeepSeek-V3's EP320 decode) holds one expert per GPU and puts the shared expert's copies and redundant
 routed copies on the spare GPUs (utils.serving.moe.redundant_layout); its imbalance is utils.serving.moe.redundant_imbalance.
+
+Weight precision by part: `weight_bytes_per_param` prices every weight alike; `part_bytes`, a table of parts and their
+bytes per parameter ("experts": the experts' matrices; "rest": everything else, the experts' biases included), prices a
+release that stores its experts narrower (gpt-oss: MXFP4 experts, 4.25 bits a weight with their scales, the rest bf16).
+The split is utils.models.weight_bytes_by_part's, the one that reads a checkpoint's quantization_config
+(utils.catalog.hf_config); moe-1t-on-72-gpus takes the same table through this module.
 """
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 
 from utils import catalog, models
 from utils.chain import Chain, as_float, memoised
 from utils.display import table
-from utils.params import Param, ParameterError, Result, Spec
+from utils.params import Column, Param, ParameterError, Result, Spec
 from utils.serving import moe
 from utils.units import entry_name as name
 from utils.units import fmt, num, pct, q, short
@@ -27,6 +35,15 @@ _LINK = catalog.interconnect("hgx-h100-nvswitch")
 _LINK_MEASURED = _LINK["p2p_copy_measured_unidirectional"]
 LINK_FRACTION = float((_LINK_MEASURED.q / _LINK["bandwidth_unidirectional"].q).to("").m)
 LINK_DEFAULT = 0.88
+
+# Bytes per parameter by part, for the parts a release stores in another width than the rest (both MoE chapters).
+PARTS = ("experts", "rest")
+PART_BYTES = Param(
+    "part_bytes", [], "bytes per parameter by part, replacing weight_bytes_per_param for the parts named: rows "
+    "{\"part\": \"experts\" (their matrices) or \"rest\" (attention, dense layers, embeddings, head, router, norms, "
+    "the experts' biases), \"bytes_per_param\": b} (JSON, or a .json file); gpt-oss: experts 0.53125, rest 2",
+    check="table", columns=(Column("part", "text"), Column("bytes_per_param", "positive")),
+    source="this book's assumption: empty, every part at weight_bytes_per_param")
 
 PARAMETERS = (
     Param("model", "kimi-k2", "the model: a mixture of experts, catalog key or config.json", check="model",
@@ -46,7 +63,9 @@ PARAMETERS = (
                                     f"{_LINK_MEASURED.cite}; assumed for the scale-out NIC too")),
     Param("top_k_override", 0, "routed experts per token; 0 = the model's own", check="non_negative",
           source="0: the model's n_experts_per_token"),
+    PART_BYTES,
 )
+
 REFUSED = {name: "the parameter counts, experts and widths all follow from model=; set model instead, so no "
                  "result mixes two architectures"
            for name in ("n_params", "n_active", "n_experts", "d_model")}
@@ -68,11 +87,46 @@ SCALE_OUT = "ib-ndr"  # one 400 Gb/s NIC per GPU: the scale-out rail an HGX or N
 REQUIRED = ("hbm_capacity", "bf16_dense", "scaleup_link")
 
 
+def validate_parts(p) -> None:
+    names = [r["part"] for r in p.part_bytes]
+    for i, part in enumerate(names):
+        if part not in PARTS:
+            raise ParameterError(f"part_bytes[{i}].part must be one of {', '.join(PARTS)}, got {part!r}")
+    if len(set(names)) != len(names):
+        raise ParameterError(f"part_bytes names a part twice: {', '.join(names)}")
+
+
+def part_widths(p) -> tuple[float, float]:
+    """(rest, experts): bytes per parameter of each part, part_bytes's where it names the part, else
+    weight_bytes_per_param (so the default prices every weight alike, as before)."""
+    given = {r["part"]: r["bytes_per_param"] for r in p.part_bytes}
+    return given.get("rest", p.weight_bytes_per_param), given.get("experts", p.weight_bytes_per_param)
+
+
+def with_expert_width(m, b_e: float):
+    """The model with its experts' matrices stored at b_e bytes a weight: the fields a checkpoint's quantization_config
+    sets (quantized_parts, quantized_bytes_per_param; utils.catalog.hf_config), which utils.models.weight_bytes_by_part
+    prices."""
+    src = catalog.Source("part_bytes", "the part_bytes parameter", "", "")
+    return dataclasses.replace(m, values={
+        **m.values, "quantized_parts": catalog.Value("quantized_parts", "experts", src, "assumption"),
+        "quantized_bytes_per_param": catalog.Value("quantized_bytes_per_param", q(b_e, "byte/parameter"), src,
+                                                   "assumption")})
+
+
+def expert_matrices(m):
+    """The experts' matrices (routed and shared), the weights a release that narrows its experts stores narrow:
+    utils.models.weight_bytes_by_part with the experts at one byte a weight and everything else (their biases
+    included) at none."""
+    return q(models.weight_bytes_by_part(with_expert_width(m, 1.0), 0.0)["total"].to("byte").m, "parameter")
+
+
 def moe_models() -> list[str]:
     return [k for k in catalog.keys("model") if models.is_moe(catalog.model(k))]
 
 
 def validate(p) -> None:
+    validate_parts(p)
     if not models.is_moe(p.model):
         raise ParameterError(f"model {p.model.key!r} is not a mixture of experts; valid: {', '.join(moe_models())}")
     for field in REQUIRED:
@@ -96,7 +150,8 @@ def moe_spec(m, top_k: int = 0) -> dict:
     """The counts the chain needs from a catalog MoE, with its experts per token replaced when top_k > 0."""
     c, x = models.param_count(m), moe.experts(m)
     return dict(name=name(m), key=m.key, N_tot=c["total"], N_a0=c["active"], k0=x["k"], k=top_k or x["k"],
-                E=x["E"], L_m=x["L_moe"], d=x["d"], P_e=q(x["P_e"], "parameter"), S=shared_experts(m))
+                E=x["E"], L_m=x["L_moe"], d=x["d"], P_e=q(x["P_e"], "parameter"), S=shared_experts(m),
+                N_x=expert_matrices(m))
 
 
 def shared_experts(m) -> int:
@@ -139,8 +194,10 @@ def _cat(ch, sym, entry, field, label, unit):
 
 
 def plan(spec: dict, acc, b_w: float, tps: float, u: float, n_ep: int, eta: float = LINK_DEFAULT, *,
-         source="parameters cell", step: bool = True) -> Chain:
+         source="parameters cell", step: bool = True, b_e: float | None = None, parts: bool = False) -> Chain:
     """`source`: one text for every parameter's row, or a function of the parameter's name (SPEC.source).
+    b_w prices every weight but the experts' matrices, b_e those (b_w when None); parts: the widths came from
+    part_bytes (their rows cite it).
     step=False stops before the step's times (every headline result comes first): the step's imbalance rho is an
     integral over a grid (utils.serving.moe.imbalance, numpy), which the page's step section needs and the
     results do not, so compute() runs on the standard library alone."""
@@ -167,9 +224,19 @@ def plan(spec: dict, acc, b_w: float, tps: float, u: float, n_ep: int, eta: floa
     else:
         ch.given("N_act", spec["N_a0"], "active parameters: all of them (dense)", kind="assumption",
                  source=src("model"))
-    ch.given("b_w", q(b_w, "byte/parameter"), "bytes per stored weight", kind="assumption",
-             source=src("weight_bytes_per_param"))
-    ch.step("W", "N_tot*b_w", "TB", "weight bytes: follow the total")
+    b_e = b_w if b_e is None else b_e
+    width = src("part_bytes") if parts else src("weight_bytes_per_param")
+    if is_moe:
+        ch.given("b_w", q(b_w, "byte/parameter"), "bytes per stored weight, all but the experts' matrices",
+                 kind="assumption", source=width)
+        ch.given("b_e", q(b_e, "byte/parameter"), "bytes per stored weight of the experts' matrices",
+                 kind="assumption", source=width)
+        ch.given("N_x", spec["N_x"], "the experts' matrices, routed and shared", kind="derived",
+                 source="utils.models.weight_bytes_by_part (a part's matrices apart from its biases)")
+        ch.step("W", "(N_tot - N_x)*b_w + N_x*b_e", "TB", "weight bytes: follow the total")
+    else:
+        ch.given("b_w", q(b_w, "byte/parameter"), "bytes per stored weight", kind="assumption", source=width)
+        ch.step("W", "N_tot*b_w", "TB", "weight bytes: follow the total")
     ch.given("b_s", q(STATE_BYTES, "byte/parameter"), "training state per parameter (mixed-precision Adam)",
              kind="spec", source=ZERO_SRC)
     ch.step("S_tr", "N_tot*b_s", "TB", "training state: follows the total too")
@@ -186,7 +253,7 @@ def plan(spec: dict, acc, b_w: float, tps: float, u: float, n_ep: int, eta: floa
     ch.step("F", "c_f*N_act", "GFLOP/token", "forward FLOPs per token: follow the active")
     ch.given("X", q(tps, "token/s"), "throughput target", kind="assumption", source=src("tokens_per_second"))
     ch.given("u", u, "MFU: share of the peak reached", kind="assumption", source=src("mfu"))
-    _cat(ch, "R", acc, moe.tensor_rate_key(acc, b_w), "dense tensor peak for these weights", "TFLOP/s/GPU")
+    _cat(ch, "R", acc, moe.tensor_rate_key(acc, max(b_w, b_e)), "dense tensor peak for these weights", "TFLOP/s/GPU")
     _cat(ch, "R_t", acc, "bf16_dense", "dense bf16 peak (training)", "TFLOP/s/GPU")
     ch.solve("n_c", "n_c*u*R = X*F", "GPU", "GPUs whose FLOPs the forward passes fill")
     ch.step("G_c", "ceiling(n_c)", "GPU", "GPUs for compute, serving")
@@ -209,7 +276,9 @@ def plan(spec: dict, acc, b_w: float, tps: float, u: float, n_ep: int, eta: floa
                     + moe.DSV3_DAY6_SRC)
     ch.step("N_rep", "N_tot - L_m*(E_r + S_sp)*P_e", "parameter",
             "everything but the routed (and spare-hosted shared) experts: copied to each GPU")
-    ch.step("W_g", "(N_rep + s*L_m*P_e)*b_w", "GB", "weights on each GPU of the group")
+    ch.given("S_c", spec.get("S", 0) - n_sh, "shared experts per MoE layer copied to each GPU (in N_rep)",
+             kind="derived", source=f"{spec['key']}.n_shared_experts, less those on spare GPUs")
+    ch.step("W_g", "(N_rep - S_c*L_m*P_e)*b_w + (S_c + s)*L_m*P_e*b_e", "GB", "weights on each GPU of the group")
     # --- the all-to-all: each token's hidden state to its k experts and back, per MoE layer ---
     ch.given("d", spec["d"], "hidden size: elements per token on the wire", kind="spec", source=f"{spec['key']}.d_model")
     ch.given("b_d", q(moe.DISPATCH_BYTES, "byte"), "bytes per hidden element, dispatched (fp8)",
@@ -251,21 +320,26 @@ def plan(spec: dict, acc, b_w: float, tps: float, u: float, n_ep: int, eta: floa
     return ch
 
 
+def _widths(p) -> dict:
+    b_w, b_e = part_widths(p)
+    return dict(b_e=b_e, parts=bool(p.part_bytes))
+
+
 def compute(p) -> Chain:
     """The headline results' chain (storage, compute, layout, all-to-all bytes and links): closed form."""
-    return plan(moe_spec(p.model, p.top_k_override), p.gpu, p.weight_bytes_per_param, p.tokens_per_second, p.mfu,
-                p.n_gpus_ep, p.link_fraction, source=lambda name: SPEC.source(p, name), step=False)
+    return plan(moe_spec(p.model, p.top_k_override), p.gpu, part_widths(p)[0], p.tokens_per_second, p.mfu,
+                p.n_gpus_ep, p.link_fraction, source=lambda name: SPEC.source(p, name), step=False, **_widths(p))
 
 
 def page_chain(p) -> Chain:
     """The page's chain: compute()'s, then one step's links, imbalance and times (the step section's rows)."""
-    return plan(moe_spec(p.model, p.top_k_override), p.gpu, p.weight_bytes_per_param, p.tokens_per_second, p.mfu,
-                p.n_gpus_ep, p.link_fraction, source=lambda name: SPEC.source(p, name))
+    return plan(moe_spec(p.model, p.top_k_override), p.gpu, part_widths(p)[0], p.tokens_per_second, p.mfu,
+                p.n_gpus_ep, p.link_fraction, source=lambda name: SPEC.source(p, name), **_widths(p))
 
 
 def dense_reading(p) -> Chain:
     """Reading (b): a dense model of a trillion active parameters, on the parameters' deployment."""
-    return plan(dense_spec(CLAIM["one_t"], "a dense 1T"), p.gpu, p.weight_bytes_per_param, p.tokens_per_second,
+    return plan(dense_spec(CLAIM["one_t"], "a dense 1T"), p.gpu, part_widths(p)[0], p.tokens_per_second,
                 p.mfu, p.n_gpus_ep, p.link_fraction, source=lambda name: SPEC.source(p, name))
 
 
@@ -357,6 +431,9 @@ def count(n, noun: str) -> str:
 def readings_section(p, ch) -> tuple[dict, str]:
     dense = dense_reading(p)
     bytes_word = "byte" if p.weight_bytes_per_param == 1 else "bytes"
+    b_w, b_e = part_widths(p)
+    widths = (f"{num(p.weight_bytes_per_param)} {bytes_word} per weight" if b_w == b_e else
+              f"{num(b_e)} bytes per expert weight and {num(b_w)} for the rest")
     state_rate = p.tokens_per_second * as_float(ch["n_s"] / ch["n_t"], "")
     if as_float(ch["G_s"], "GPU") >= as_float(ch["G_t"], "GPU"):
         state = ("So for the mixture of experts the state, not the arithmetic, sets the smallest cluster that can "
@@ -366,8 +443,7 @@ def readings_section(p, ch) -> tuple[dict, str]:
                  "experts' state would need more GPUs than its arithmetic, a crossover a dense trillion reaches only "
                  f"below {rate(p.tokens_per_second * as_float(dense['n_s'] / dense['n_t'], ''), 2)}.")
     spare = ch["C"] * q(1, "GPU") - ch["W_g"]
-    glue = {"intro-setup": f"{name(p.model)} on {name(p.gpu)} GPUs, {num(p.weight_bytes_per_param)} {bytes_word} "
-                           f"per weight, MFU {pct(p.mfu)}",
+    glue = {"intro-setup": f"{name(p.model)} on {name(p.gpu)} GPUs, {widths}, MFU {pct(p.mfu)}",
             "intro-tps": rate(ch["X"]), "intro-dense-compute": fmt(dense["G_c"]), "c-tot": short(ch["N_tot"].m),
             "c-act": short(ch["N_act"].m), "c-ratio": f"{num(as_float(ch['N_tot'] / ch['N_act'], ''))} x",
             "c-train-state": fmt(ch["S_tr"]), "c-state-gpus": fmt(ch["G_s"]), "c-train-gpus": fmt(ch["G_t"]),
@@ -552,13 +628,29 @@ def imbalance_curve(p, n: int, steps) -> list[float]:
 
 
 def _with(p, **over) -> Chain:
-    kw = dict(spec=moe_spec(p.model, p.top_k_override), acc=p.gpu, b_w=p.weight_bytes_per_param,
-              tps=p.tokens_per_second, u=p.mfu, n_ep=p.n_gpus_ep, eta=p.link_fraction)
+    kw = dict(spec=moe_spec(p.model, p.top_k_override), acc=p.gpu, b_w=part_widths(p)[0],
+              tps=p.tokens_per_second, u=p.mfu, n_ep=p.n_gpus_ep, eta=p.link_fraction, **_widths(p))
     kw.update(over)
     return plan(**kw)
 
 
+# A release that narrows its experts, as a reader gives it: gpt-oss's checkpoint (MXFP4 experts, 32 four-bit weights
+# sharing an 8-bit scale, 4.25 bits a weight; everything else bf16; catalog gpt-oss-120b.quantized_bytes_per_param).
+GPT_OSS = "gpt-oss-120b"
+
+
+def gpt_oss_parts() -> list[dict]:
+    m = catalog.model(GPT_OSS)
+    return [{"part": "experts", "bytes_per_param": float(m.q("quantized_bytes_per_param").to("byte/parameter").m)},
+            {"part": "rest", "bytes_per_param": 2.0}]
+
+
 def what_changes(p, ch) -> dict:
+    parts = gpt_oss_parts()
+    oss = compute(SPEC.check(model=GPT_OSS, gpu=p.gpu.key, part_bytes=parts))
+    flat = compute(SPEC.check(model=GPT_OSS, gpu=p.gpu.key, weight_bytes_per_param=parts[1]["bytes_per_param"]))
+    cmd = (f"python -m utils.rederive moe-total-vs-active --set model={GPT_OSS} "
+           f"--set part_bytes='{json.dumps(parts)}'")
     k, E = int(ch["k"].m), moe.experts(p.model)["E"]
     tps10 = p.tokens_per_second / 10
     crossover = p.tokens_per_second * as_float(ch["n_w"] / ch["n_c"], "")
@@ -569,11 +661,15 @@ def what_changes(p, ch) -> dict:
     half = _with(p, spec=moe_spec(p.model, k_half))
     B = STEP_TOKENS * p.n_gpus_ep
     return {"wc-tps-10": rate(tps10), "wc-gpus-10": fmt(_with(p, tps=tps10)["G_c"]), "wc-crossover": rate(crossover, 2),
-            "wc-bf16": fmt(_with(p, b_w=2.0)["G_w"]), "wc-int4": fmt(_with(p, b_w=0.5)["G_w"]),
+            "wc-bf16": fmt(_with(p, b_w=2.0, b_e=2.0)["G_w"]), "wc-int4": fmt(_with(p, b_w=0.5, b_e=0.5)["G_w"]),
             "wc-n16": count(n_wide, "GPU"), "wc-n16-ratio": pct(as_float(wide["r_a"])), "wc-k-half": str(k_half),
             "wc-k-flops": fmt(half["F"]), "wc-k-a2a": fmt(half["A"]),
             "wc-touch-1": pct(float(moe.touched_share(k, E, 1))), "wc-touch-b": f"{B:,} tokens",
-            "wc-touch-256": pct(float(moe.touched_share(k, E, B)), digits=4), "fig-n72": count(72, "GPU")}
+            "wc-touch-256": pct(float(moe.touched_share(k, E, B)), digits=4), "fig-n72": count(72, "GPU"),
+            "wc-parts-cmd": cmd, "wc-parts-model": name(catalog.model(GPT_OSS)),
+            "wc-parts-e": num(parts[0]["bytes_per_param"]), "wc-parts-r": num(parts[1]["bytes_per_param"]),
+            "wc-parts-w": fmt(oss["W"].to("GB")), "wc-parts-flat": fmt(flat["W"].to("GB")),
+            "wc-parts-gw": fmt(oss["G_w"]), "wc-parts-gw-flat": fmt(flat["G_w"])}
 
 
 def exercises(p, ch) -> dict:

@@ -5,15 +5,22 @@ Pooling: n teams, each busy (at its peak of g GPUs) a share p of the time, indep
 partitions of g GPUs each idle 1 - p of the fleet whatever n is. A pooled fleet of k g GPUs, with k the
 smallest count of busy teams not exceeded with probability 1 - epsilon (a binomial quantile), idles
 1 - E[min(B, k)] / k with B ~ Binomial(n, p). A seeded simulation of on/off teams checks both.
-Fair share: usage decayed by 0.5^(dt / h); Slurm's classic factor 2^(-U/S).
+Fair share: usage decayed by 0.5^(dt / h); Slurm's classic factor 2^(-U/S), from a usage history. The history
+is two tables, shaped as a Slurm site reads them: `teams` ({team, quota_gpus}, one row per account: the
+guarantee, or sshare's RawShares) and `usage` ({team, gpu_hours, start_days_ago, end_days_ago}, one row per
+account and window: sreport's AccountUtilizationByUser with -t hours over start=/end=, or one job's GPU-hours
+with start_days_ago = end_days_ago). Empty, they are the hoarding week below, written as such rows.
 """
 from __future__ import annotations
+
+import json
 
 import numpy as np
 
 from utils.chain import Chain
+from utils.fleet import fair_share
 from utils.fleet.fair_share import Cluster, Job, fair_share_factor, pooled_idle, pooled_size, simulate_pool
-from utils.params import Param, ParameterError, Result, Spec
+from utils.params import Column, Param, ParameterError, Result, Spec
 from utils.units import fmt, pct, q
 from utils.verdicts import READING, UNCHECKABLE, WRONG, Claim
 
@@ -33,6 +40,17 @@ PARAMETERS = (
     Param("sim_hours", 8760, "hours simulated", unit="hour", check="whole", source="this book's choice: a year"),
     Param("half_life_days", 7.0, "fair-share usage half-life", unit="day", source=SLURM),
     Param("seed", 0, "numpy Generator seed", check="non_negative", source="this book's choice"),
+    # The reader's own usage history: both tables, or neither (the hoarding week below).
+    Param("teams", [], "your teams, replacing the hoarding week: rows {\"team\": name, \"quota_gpus\": guarantee} "
+          "(JSON, or a .json file; sshare's RawShares serve as quotas)", check="table",
+          columns=(Column("team", "text"), Column("quota_gpus", "positive", "the team's guarantee (its share S)")),
+          source="this book's assumption: empty, the hoarding week"),
+    Param("usage", [], "your usage history, with teams: rows {\"team\", \"gpu_hours\", \"start_days_ago\", "
+          "\"end_days_ago\"}, GPU-hours used evenly over that window (sreport -t hours per account), or a lump "
+          "when the two ages are equal", check="table",
+          columns=(Column("team", "text"), Column("gpu_hours", "non_negative"),
+                   Column("start_days_ago", "non_negative"), Column("end_days_ago", "non_negative")),
+          source="this book's assumption: empty, the hoarding week"),
 )
 
 RESULTS = (
@@ -43,8 +61,10 @@ RESULTS = (
     Result("sim_static_idle", "", "Idle share of static quotas (simulated)", of="I_s_sim", percent=True),
     Result("sim_pooled_idle", "", "Idle share of the pooled fleet (simulated)", of="I_p_sim", percent=True),
     Result("week_old_weight", "", "Weight of week-old usage today", of="w_7", percent=True),
-    Result("hoarder_factor", "", "Fair-share factor of a team that hoarded its quota", of="F_H", digits=3),
-    Result("fair_factor", "", "Fair-share factor of a team that released it", of="F_N", digits=3),
+    Result("hoarder_factor", "", "Fair-share factor of a team that hoarded its quota (your tables: the first team)",
+           of="F_H", digits=3),
+    Result("fair_factor", "", "Fair-share factor of a team that released it (your tables: the second team)",
+           of="F_N", digits=3),
 )
 
 
@@ -59,6 +79,56 @@ def validate(p):
         raise ParameterError(f"sim_hours must be in [100, 100000], got {p.sim_hours!r}")
     if float(p.seed) != int(p.seed):
         raise ParameterError(f"seed must be a whole number, got {p.seed!r}")
+    _validate_history(p)
+
+
+def _validate_history(p):
+    if bool(p.teams) != bool(p.usage):
+        raise ParameterError("teams and usage go together: set both tables (or neither, for the hoarding week)")
+    if not p.teams:
+        return
+    names = [t["team"] for t in p.teams]
+    if len(names) < 2:
+        raise ParameterError(f"teams must name at least two teams (a fair share compares them), got {len(names)}")
+    if len(set(names)) != len(names):
+        raise ParameterError(f"teams names a team twice: {', '.join(names)}")
+    for i, r in enumerate(p.usage):
+        if r["team"] not in names:
+            raise ParameterError(f"usage[{i}] names team {r['team']!r}, which teams does not: {', '.join(names)}")
+        if r["start_days_ago"] < r["end_days_ago"]:
+            raise ParameterError(f"usage[{i}]: start_days_ago ({r['start_days_ago']:g}) must be at least "
+                                 f"end_days_ago ({r['end_days_ago']:g}): a window runs from its start to its end")
+
+
+HOARD_GPUS, HOARD_WEEK_DAYS, FAIR_BUSY_HOURS = 32, 7, 12   # the hoarding week: quotas of 32, the fair team busy 12 h a day
+
+
+def example_history() -> tuple[tuple, tuple]:
+    """The hoarding week (hoarding() below) as the two tables a reader gives: (teams, usage), ages in days from
+    the week's end. The hoarder and everyone else hold their quotas all week; the fair team 12 hours a day."""
+    g, week = HOARD_GPUS, HOARD_WEEK_DAYS
+    teams = ({"team": "hoarder", "quota_gpus": g}, {"team": "fair", "quota_gpus": g}, {"team": "others", "quota_gpus": 2 * g})
+    usage = [{"team": "hoarder", "gpu_hours": g * 24 * week, "start_days_ago": week, "end_days_ago": 0},
+             {"team": "others", "gpu_hours": 2 * g * 24 * week, "start_days_ago": week, "end_days_ago": 0}]
+    usage += [{"team": "fair", "gpu_hours": g * FAIR_BUSY_HOURS, "start_days_ago": week - day,
+               "end_days_ago": week - day - FAIR_BUSY_HOURS / 24} for day in range(week)]
+    return teams, tuple(usage)
+
+
+def history(p) -> dict:
+    """Each team's quota, share of the quotas, decayed usage (GPU-hours), share of it and fair-share factor, and
+    the order their next jobs start (utils.fleet.fair_share), from the reader's tables or the hoarding week."""
+    teams, usage = (p.teams, p.usage) if p.teams else example_history()
+    records = [(r["team"], r["gpu_hours"], 24 * r["start_days_ago"], 24 * r["end_days_ago"]) for r in usage]
+    used = fair_share.decayed_usage(records, 24 * p.half_life_days)
+    quota = {t["team"]: t["quota_gpus"] for t in teams}
+    used = {k: used.get(k, 0.0) for k in quota}
+    total_q, total_u = sum(quota.values()), sum(used.values())
+    share = {k: quota[k] / total_q for k in quota}
+    u_share = {k: used[k] / total_u if total_u else 0.0 for k in quota}
+    factor = {k: fair_share_factor(u_share[k], share[k]) for k in quota}
+    return dict(teams=list(quota), quota=quota, share=share, used=used, usage_share=u_share, factor=factor,
+                order=fair_share.start_order(factor))
 
 
 def hoarding(half_life_h: float, week_h: float = 168.0) -> dict:
@@ -81,8 +151,9 @@ def hoarding(half_life_h: float, week_h: float = 168.0) -> dict:
 
 
 def compute(p) -> Chain:
-    """Static quotas against a pooled fleet, then the fair-share decay; the pool's simulation and the hoarding
-    example ride along as ch.data["sim"] and ["hoarding"], the pool's size as ["k"]."""
+    """Static quotas against a pooled fleet, then the fair-share factors of the usage history's first two teams;
+    the pool's simulation and every team's history (history()) ride along as ch.data["sim"] and ["history"], the
+    pool's size as ["k"]."""
     n, g, busy, eps = p.n_teams, p.gpus_per_team, p.busy_share, p.overflow
     k = pooled_size(n, busy, eps)
     sim = simulate_pool(np.random.default_rng(int(p.seed)), n, busy, k, int(p.sim_hours), p.burst_hours)
@@ -105,21 +176,21 @@ def compute(p) -> Chain:
              source="utils.fleet.fair_share.simulate_pool")
     ch.given("I_p_sim", sim["pooled_idle"], "idle share of the pool, simulated", kind="derived",
              source="utils.fleet.fair_share.simulate_pool")
-    h = hoarding(p.half_life_days * 24)
     ch.given("h", q(p.half_life_days, "day"), "fair-share half-life", kind="spec",
              source=SPEC.source(p, "half_life_days"))
     ch.given("T", q(7, "day"), "last week", kind="assumption", source="the claim")
     ch.step("w_7", "0.5**(T/h)", "", "weight of usage a week old")
-    ch.given("S", h["cluster"].share["hoarder"], "hoarder's and fair team's share of the guarantees", kind="derived",
-             source="the hoarding example")
-    total = sum(h["usage"].values())
-    ch.given("U_H", h["usage"]["hoarder"] / total, "hoarder's share of decayed usage", kind="derived",
-             source="utils.fleet.fair_share.Cluster")
-    ch.given("U_N", h["usage"]["fair"] / total, "fair team's share of decayed usage", kind="derived",
-             source="utils.fleet.fair_share.Cluster")
-    ch.step("F_H", "2**(-U_H/S)", "", "hoarder's fair-share factor")
-    ch.step("F_N", "2**(-U_N/S)", "", "fair team's fair-share factor")
-    ch.data.update(sim=sim, k=k, hoarding=h)
+    hist = history(p)
+    first, second = hist["teams"][:2]
+    where = SPEC.source(p, "teams") if p.teams else "the hoarding example (example_history)"
+    how = "utils.fleet.fair_share.decayed_usage over " + (SPEC.source(p, "usage") if p.teams else "the hoarding week")
+    for sym, team in (("H", first), ("N", second)):
+        ch.given(f"S_{sym}", hist["share"][team], f"{team}'s share of the guarantees", kind="derived", source=where)
+    for sym, team in (("H", first), ("N", second)):
+        ch.given(f"U_{sym}", hist["usage_share"][team], f"{team}'s share of decayed usage", kind="derived", source=how)
+    ch.step("F_H", "2**(-U_H/S_H)", "", f"{first}'s fair-share factor")
+    ch.step("F_N", "2**(-U_N/S_N)", "", f"{second}'s fair-share factor")
+    ch.data.update(sim=sim, k=k, history=hist)
     return ch
 
 
@@ -196,16 +267,36 @@ def decay_curve(days, half_lives) -> dict:
     return {h: 0.5 ** (np.asarray(days) / h) for h in half_lives}
 
 
+# What changes the answer, as a reader types it: two accounts of equal shares, A's usage in the last week and B's in
+# the week before (sreport -t hours over each week), at the page's half-life.
+WC_TEAMS = [{"team": "A", "quota_gpus": 64}, {"team": "B", "quota_gpus": 64}]
+WC_USAGE = [{"team": "A", "gpu_hours": 1000, "start_days_ago": 7, "end_days_ago": 0},
+            {"team": "B", "gpu_hours": 1000, "start_days_ago": 14, "end_days_ago": 7}]
+
+
+def history_rows(hist: dict) -> list[list[str]]:
+    """The history's table: each team's quota, share, decayed usage, usage share, factor, and its place in line."""
+    place = {t: i + 1 for i, t in enumerate(hist["order"])}
+    return [[t, fmt(q(hist["quota"][t], "GPU")), pct(hist["share"][t]), fmt(q(hist["used"][t], "GPU*hour")),
+             pct(hist["usage_share"][t]), fmt(hist["factor"][t], digits=3), str(place[t])] for t in hist["teams"]]
+
+
 def what_changes(p, ch: Chain) -> dict:
     def idle(n, bs):
         k = pooled_size(n, bs, p.overflow)
         return pooled_idle(n, bs, k), 1 - k / n
     i4, s4 = idle(4, p.busy_share)
     i64, s64 = idle(64, p.busy_share)
+    mine = history(SPEC.check(half_life_days=p.half_life_days, teams=WC_TEAMS, usage=WC_USAGE))
+    cmd = (f"python -m utils.rederive quota-fair-share --set teams='{json.dumps(WC_TEAMS)}' "
+           f"--set usage='{json.dumps(WC_USAGE)}'")
     return {"wc-n-small": str(4), "wc-idle-small": pct(i4), "wc-saved-small": pct(s4),
             "wc-n-large": str(64), "wc-idle-large": pct(i64), "wc-saved-large": pct(s64),
             "wc-busy": pct(0.25), "wc-static-busy": pct(0.75),
-            "wc-eps": pct(0.01), "wc-eps-k": fmt(q(pooled_size(p.n_teams, p.busy_share, 0.01) * p.gpus_per_team, "GPU"))}
+            "wc-eps": pct(0.01), "wc-eps-k": fmt(q(pooled_size(p.n_teams, p.busy_share, 0.01) * p.gpus_per_team, "GPU")),
+            "wc-hist-cmd": cmd, "wc-hist-hours": fmt(q(WC_USAGE[0]["gpu_hours"], "GPU*hour")),
+            "wc-hist-a": fmt(mine["factor"]["A"], digits=3), "wc-hist-b": fmt(mine["factor"]["B"], digits=3),
+            "wc-hist-first": mine["order"][0]}
 
 
 def exercises(p, ch: Chain) -> dict:

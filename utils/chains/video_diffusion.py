@@ -6,14 +6,25 @@ frames x height x width pixels -> a VAE latent (time / 4, each side / 8, 16 chan
 GPU-seconds and dollars per video -> nodes for an hourly demand. The arithmetic intensity of one pass is
 about the token count, hundreds of times the chip's ridge, so batching videos buys nothing: the queue,
 not the batch, is the design (utils/serving/diffusion.py: JobQueue).
+
+Any model's latent geometry: `dit` names one of the DiTs the book knows; `dit_geometry`, a one-row table, gives
+another's (its VAE's temporal and spatial compression, latent channels, the DiT's patch in t, h and w, its
+layers, width, FFN width and text tokens), and replaces `dit`. A table rather than a spec file: a DiT is not a
+catalog kind (the known ones live in utils/serving/diffusion.py), so a spec file would need a new catalog schema and
+loader for one chapter, while a table parameter is checked by the framework (each field a positive whole number,
+one line naming the first fault, exit 2) and is read from a .json file as well as from JSON text. Its parameters
+are counted as the known ones are, with Wan 2.1's block layout (self-attention, cross-attention on the text, a
+two-matrix FFN): for a model built otherwise (CogVideoX joins the text to the video tokens instead) the token
+count is exact and the FLOPs are the Wan-layout estimate.
 """
 from __future__ import annotations
 
+import json
 import math
 
 from utils import catalog
 from utils.chain import Chain, memoised
-from utils.params import Param, ParameterError, Result, Spec
+from utils.params import Column, Param, ParameterError, Result, Spec
 from utils.roofline import chip
 from utils.serving import diffusion
 from utils.units import duration, fmt, num, pct, q
@@ -22,6 +33,13 @@ from utils.verdicts import UNCHECKABLE, Claim
 _MFU_SRC = ("Delavande, Pierrard and Luccioni, Video Killed the Energy Budget (arXiv 2509.19222v1, 23 Sep 2025): "
             "mu = 0.456 fitted for Wan 2.1 on one H100 SXM with this FLOP model (2 x params x tokens + "
             "4 x tokens^2 x width), read 2026-12-01")
+# The fields of a reader's DiT (dit_geometry's columns): each a positive whole number.
+GEOMETRY = (("vae_temporal", "frames per latent frame after the first (the VAE's temporal compression)"),
+            ("vae_spatial", "pixels per latent cell on each side (the VAE's spatial compression)"),
+            ("latent_channels", "channels of the latent"), ("patch_t", "latent frames per token"),
+            ("patch_h", "latent rows per token"), ("patch_w", "latent columns per token"),
+            ("layers", "DiT blocks"), ("width", "DiT hidden width"), ("ffn_width", "FFN hidden width"),
+            ("text_tokens", "text tokens the blocks attend to"))
 PARAMETERS = (
     Param("dit", "wan2.1-t2v-14b", "the video DiT (its layers, width, VAE and patch come with it)",
           check="choice", choices=tuple(diffusion.DITS), source=diffusion.DITS["wan2.1-t2v-14b"].source),
@@ -43,8 +61,14 @@ PARAMETERS = (
           source="this book's assumption"),
     Param("utilization", 0.7, "target busy share of each node (headroom for the queue to drain)", check="fraction",
           source="this book's assumption"),
+    Param("dit_geometry", [], "your DiT's geometry, replacing dit: one row {\"name\", \"vae_temporal\", "
+          "\"vae_spatial\", \"latent_channels\", \"patch_t\", \"patch_h\", \"patch_w\", \"layers\", \"width\", "
+          "\"ffn_width\", \"text_tokens\"} (JSON, or a .json file)", check="table",
+          columns=(Column("name", "text"), *(Column(c, "whole", why) for c, why in GEOMETRY)),
+          source="this book's assumption: empty, the dit above"),
 )
-REFUSED = {name: "the DiT's layers, width and parameters follow from dit=; choose another dit instead"
+REFUSED = {name: "the DiT's layers, width and parameters follow from dit=; choose another dit, or give your "
+                 "model's dit_geometry"
            for name in ("n_params", "layers", "d_model")}
 
 RESULTS = (
@@ -66,44 +90,63 @@ RESULTS = (
 )
 
 
+def model(p) -> diffusion.DiT:
+    """The DiT of the page: the reader's dit_geometry when given, else the known `dit`."""
+    if not p.dit_geometry:
+        return diffusion.dit(p.dit)
+    g = p.dit_geometry[0]
+    return diffusion.DiT("dit_geometry", g["name"], layers=g["layers"], width=g["width"], ffn_width=g["ffn_width"],
+                         heads=0,    # the arithmetic never reads the head count (attention FLOPs go by the width)
+                         stride=(g["vae_temporal"], g["vae_spatial"], g["vae_spatial"]),
+                         patch=(g["patch_t"], g["patch_h"], g["patch_w"]), channels=g["latent_channels"],
+                         text_tokens=g["text_tokens"], source="dit_geometry")
+
+
 def validate(p) -> None:
-    m = diffusion.dit(p.dit)
+    if len(p.dit_geometry) > 1:
+        raise ParameterError(f"dit_geometry is one model: give one row, got {len(p.dit_geometry)}")
+    m = model(p)
     try:
         diffusion.latent_shape(p.frames, p.height, p.width, m.stride, m.channels, m.patch)
     except diffusion.LatentShapeError as e:
-        raise ParameterError(f"frames/height/width: {e}") from None
+        raise ParameterError(f"frames/height/width for {m.name}: {e}") from None
 
 
 def video_chain(m: diffusion.DiT, frames: int, height: int, width: int, steps: int, cfg: bool, gpu_key: str,
                 gpus: int, mfu: float, rent: float, videos_per_hour: float, utilization: float, *,
-                kind: str = "assumption", source: str = "parameters cell", src=None) -> Chain:
-    """`src(name)` gives each parameter's row its own source (SPEC.source in compute); without it, `source`."""
+                kind: str = "assumption", source: str = "parameters cell", src=None,
+                model_kind: str = "spec", model_source: str = "") -> Chain:
+    """`src(name)` gives each parameter's row its own source (SPEC.source in compute); without it, `source`.
+    The model's rows are of `model_kind` from `model_source` (a known DiT's: spec, its name)."""
     S = src or (lambda name: source)
+    mk, ms = model_kind, model_source or m.name
     lat = diffusion.latent_shape(frames, height, width, m.stride, m.channels, m.patch)
     c = chip(gpu_key)
     ch = Chain(f"One video from {m.name}")
     ch.given("F", q(frames, ""), "frames", kind=kind, source=S("frames"))
     ch.given("H", q(height, ""), "frame height (pixels)", kind=kind, source=S("height"))
     ch.given("W", q(width, ""), "frame width (pixels)", kind=kind, source=S("width"))
-    ch.given("s_t", m.stride[0], "VAE temporal stride", kind="spec", source=m.name)
-    ch.given("s_s", m.stride[1], "VAE spatial stride", kind="spec", source=m.name)
-    ch.given("c_z", m.channels, "latent channels", kind="spec", source=m.name)
-    ch.step("T_lat", "1 + (F - 1)/s_t", "", "latent frames (the first alone, then one per four)")
+    ch.given("s_t", m.stride[0], "VAE temporal stride", kind=mk, source=ms)
+    ch.given("s_s", m.stride[1], "VAE spatial stride", kind=mk, source=ms)
+    ch.given("c_z", m.channels, "latent channels", kind=mk, source=ms)
+    ch.step("T_lat", "1 + (F - 1)/s_t", "", "latent frames (the first alone, then one per s_t)")
     ch.step("E_lat", "T_lat*(H/s_s)*(W/s_s)*c_z", "", "latent elements")
     ch.step("r_c", "3*F*H*W/E_lat", "", "pixels (x3 colours) per latent element")
-    ch.given("p", m.patch[1], "patch side (latent cells per token side)", kind="spec", source=m.name)
+    ch.given("p_t", m.patch[0], "patch depth (latent frames per token)", kind=mk, source=ms)
+    ch.given("p_h", m.patch[1], "patch height (latent rows per token)", kind=mk, source=ms)
+    ch.given("p_w", m.patch[2], "patch width (latent columns per token)", kind=mk, source=ms)
     ch.given("u_tok", q(1, "token"), "one token", kind="derived", source="units")
-    ch.step("N_tok", "u_tok*T_lat*(H/(s_s*p))*(W/(s_s*p))", "token", "DiT tokens")
+    ch.step("N_tok", "u_tok*(T_lat/p_t)*(H/(s_s*p_h))*(W/(s_s*p_w))", "token", "DiT tokens")
     assert ch["N_tok"].m == lat["tokens"]
     ch.given("N", q(m.params_per_video_token(), "parameter"), "parameters each video token meets",
-             kind="spec", source=f"{m.name}, counted from its config")
+             kind=mk, source=f"{ms}, counted from its config")
     ch.given("k", q(2, "FLOP/parameter/token"), "FLOPs per parameter per token (forward)", kind="derived",
              source="one multiply-add")
-    ch.given("L", m.layers, "DiT layers", kind="spec", source=m.name)
-    ch.given("d", m.width, "DiT width", kind="spec", source=m.name)
+    ch.given("L", m.layers, "DiT layers", kind=mk, source=ms)
+    ch.given("d", m.width, "DiT width", kind=mk, source=ms)
     ch.given("a", q(4, "FLOP/token**2"), "attention FLOPs per token pair per width (QK^T and AV, no mask)",
              kind="derived", source="the attention products")
-    ch.given("m_t", q(m.text_tokens, "token"), "text tokens the cross-attention reads", kind="spec", source=m.name)
+    ch.given("m_t", q(m.text_tokens, "token"), "text tokens the cross-attention reads", kind=mk, source=ms)
     ch.step("C_lin", "k*N*N_tok", "FLOP", "matrix products of one pass")
     ch.step("C_att", "a*N_tok**2*d*L", "FLOP", "self-attention of one pass")
     ch.step("C_x", "a*N_tok*m_t*d*L", "FLOP", "cross-attention of one pass")
@@ -114,7 +157,7 @@ def video_chain(m: diffusion.DiT, frames: int, height: int, width: int, steps: i
     ch.step("n_pass", "S*g", "", "DiT passes per video")
     ch.step("C_vid", "n_pass*C_pass", "FLOP", "FLOPs per video")
     ch.given("b_w", q(2, "byte/parameter"), "bytes per weight (bf16)", kind="assumption", source="bf16 weights")
-    ch.given("N_all", q(m.params(), "parameter"), "DiT parameters", kind="spec", source=f"{m.name}, counted")
+    ch.given("N_all", q(m.params(), "parameter"), "DiT parameters", kind=mk, source=f"{ms}, counted")
     ch.step("M_w", "N_all*b_w", "GB", "weights")
     ch.step("I", "C_pass/M_w", "FLOP/byte", "FLOPs per weight byte read, one pass")
     ch.given("I_r", c.ridge, f"ridge of the {c.name} (dense bf16 / HBM)", kind="spec", source="catalog")
@@ -129,7 +172,7 @@ def video_chain(m: diffusion.DiT, frames: int, height: int, width: int, steps: i
              else kind, source=S("rent_usd_per_gpu_hour"))
     ch.step("c_vid", "G_vid*r", "USD", "cost per video")
     ch.given("b_a", q(2, "byte"), "bytes per activation element (bf16)", kind="assumption", source="bf16")
-    ch.given("f", m.ffn_width, "FFN width", kind="spec", source=m.name)
+    ch.given("f", m.ffn_width, "FFN width", kind=mk, source=ms)
     ch.step("M_act", "g*N_tok*f*b_a/u_tok", "GB", "largest live activation (guidance passes batched as one)")
     ch.given("lam", q(videos_per_hour, "1/hour"), "videos per hour", kind=kind, source=S("videos_per_hour"))
     ch.given("rho", utilization, "target node utilisation", kind=kind, source=S("utilization"))
@@ -138,9 +181,10 @@ def video_chain(m: diffusion.DiT, frames: int, height: int, width: int, steps: i
 
 
 def compute(p) -> Chain:
-    m = diffusion.dit(p.dit)
-    return video_chain(m, p.frames, p.height, p.width, p.steps, p.cfg, p.gpu.key, p.gpus, p.mfu,
-                       p.rent_usd_per_gpu_hour, p.videos_per_hour, p.utilization, src=lambda name: SPEC.source(p, name))
+    mine = dict(model_kind="assumption", model_source=SPEC.source(p, "dit_geometry")) if p.dit_geometry else {}
+    return video_chain(model(p), p.frames, p.height, p.width, p.steps, p.cfg, p.gpu.key, p.gpus, p.mfu,
+                       p.rent_usd_per_gpu_hour, p.videos_per_hour, p.utilization, src=lambda name: SPEC.source(p, name),
+                       **mine)
 
 
 # --- the claim ------------------------------------------------------------------------------------
@@ -225,22 +269,42 @@ def batching_gain(intensity: float, ridge: float, batch: int) -> float:
     return batch * one / max(float(batch), ridge / intensity)
 
 
+# A second published model's geometry, as a reader gives it: CogVideoX-5B (49 frames of 720 x 480 at 8 fps), whose
+# 49 frames become 13 latent frames of 60 x 90 and 13 x 30 x 45 = 17,550 tokens.
+COGVIDEOX_5B = {"name": "CogVideoX-5B", "vae_temporal": 4, "vae_spatial": 8, "latent_channels": 16, "patch_t": 1,
+                "patch_h": 2, "patch_w": 2, "layers": 42, "width": 3072, "ffn_width": 12288, "text_tokens": 226}
+COGVIDEOX_SIZE = dict(frames=49, height=480, width=720)
+COGVIDEOX_SRC = ("Yang et al., CogVideoX: Text-to-Video Diffusion Models with An Expert Transformer, arXiv 2408.06072 "
+                 "(3D causal VAE compressing 4 x 8 x 8, patch 2 x 2, 49 frames of 720 x 480); THUDM/CogVideoX-5b "
+                 "transformer config as transcribed in diffusers' conversion code (num_layers 42, 48 heads of 64, "
+                 "in_channels 16, max_text_seq_length 226, temporal_compression_ratio 4; FFN 4 x width, diffusers' "
+                 "FeedForward default), read through stored public code 2026-12-06, not from the model card itself")
+
+
 def what_changes(p, ch) -> dict:
+    cog = SPEC.check(dit_geometry=[COGVIDEOX_5B], **COGVIDEOX_SIZE, gpus=p.gpus, steps=p.steps, cfg=p.cfg,
+                     gpu=p.gpu.key, mfu=p.mfu)
+    cch = compute(cog)
+    cmd = (f"python -m utils.rederive video-diffusion --set dit_geometry='{json.dumps(COGVIDEOX_5B)}' "
+           + " ".join(f"--set {k}={v}" for k, v in COGVIDEOX_SIZE.items()))
     out = {}
-    for name, c in (("480p", video_chain(diffusion.dit(p.dit), p.frames, 480, 832, p.steps, p.cfg, p.gpu.key,
+    for name, c in (("480p", video_chain(model(p), p.frames, 480, 832, p.steps, p.cfg, p.gpu.key,
                                           p.gpus, p.mfu, p.rent_usd_per_gpu_hour, p.videos_per_hour,
                                           p.utilization)),
-                     ("double-frames", video_chain(diffusion.dit(p.dit), 2 * p.frames - 1, p.height, p.width,
+                     ("double-frames", video_chain(model(p), 2 * p.frames - 1, p.height, p.width,
                                                    p.steps, p.cfg, p.gpu.key, p.gpus, p.mfu,
                                                    p.rent_usd_per_gpu_hour, p.videos_per_hour, p.utilization)),
-                     ("no-cfg", video_chain(diffusion.dit(p.dit), p.frames, p.height, p.width, p.steps, False,
+                     ("no-cfg", video_chain(model(p), p.frames, p.height, p.width, p.steps, False,
                                             p.gpu.key, p.gpus, p.mfu, p.rent_usd_per_gpu_hour,
                                             p.videos_per_hour, p.utilization))):
         out[name] = dict(seconds=c["t_vid"], usd=c["c_vid"], ratio=(c["C_vid"] / ch["C_vid"]).to("").m)
     return {"wc-480-seconds": duration(out["480p"]["seconds"]), "wc-480-ratio": pct(out["480p"]["ratio"]),
             "wc-long-ratio": f"{num(out['double-frames']['ratio'], 2)} times",
             "wc-long-seconds": duration(out["double-frames"]["seconds"]),
-            "wc-nocfg-seconds": duration(out["no-cfg"]["seconds"]), "wc-nocfg-usd": fmt(out["no-cfg"]["usd"], digits=2)}
+            "wc-nocfg-seconds": duration(out["no-cfg"]["seconds"]), "wc-nocfg-usd": fmt(out["no-cfg"]["usd"], digits=2),
+            "wc-geo-cmd": cmd, "wc-geo-name": COGVIDEOX_5B["name"], "wc-geo-tokens": fmt(cch["N_tok"]),
+            "wc-geo-size": f"{num(cog.frames)} frames of {num(cog.width)} x {num(cog.height)}",
+            "wc-geo-seconds": duration(cch["t_vid"])}
 
 
 def exercises(p, ch) -> dict:

@@ -37,9 +37,10 @@ class DecayedUsage:
         """Decay what is held to time t and add the rate's decayed integral since the last call."""
         if t < self.t:
             raise ValueError(f"time went backwards: {t!r} < {self.t!r}")
-        d = 0.5 ** ((t - self.t) / self.half_life)
-        # integral over [t0, t] of rate * 0.5^((t - s)/h) ds = rate * h / ln 2 * (1 - d)
-        self.value = self.value * d + self.rate * self.half_life / math.log(2) * (1 - d)
+        x = (t - self.t) / self.half_life * math.log(2)
+        # integral over [t0, t] of rate * 0.5^((t - s)/h) ds = rate * h / ln 2 * (1 - d), 1 - d as -expm1(-x) so
+        # a short span keeps its digits (a window of a second in a usage history is not rounded away)
+        self.value = self.value * math.exp(-x) - self.rate * self.half_life / math.log(2) * math.expm1(-x)
         self.t = float(t)
         return self.value
 
@@ -60,6 +61,31 @@ def fair_share_factor(usage_share: float, share: float) -> float:
     if usage_share < 0:
         raise ValueError(f"usage_share must be >= 0, got {usage_share!r}")
     return 2.0 ** (-usage_share / share)
+
+
+def decayed_usage(records, half_life: float) -> dict:
+    """Each team's decayed GPU-hours now, from a usage history: records (team, gpu_hours, start_ago, end_ago),
+    ages in hours before now, each record's GPU-hours spread evenly over [start_ago, end_ago] ago (what an
+    accounting report over a window gives) or, with start_ago == end_ago, a lump at that age (a job accounted at
+    its end). Held by DecayedUsage, so a history and a scheduler that ran it agree."""
+    out = {}
+    for team, gpu_hours, start, end in records:
+        if not start >= end >= 0:
+            raise ValueError(f"{team}: a record runs from start_ago back to end_ago >= 0, got {start!r} to {end!r}")
+        u = DecayedUsage(half_life, t0=-start)
+        if start > end:
+            u.set_rate(-start, gpu_hours / (start - end))
+            u.set_rate(-end, 0.0)
+        else:
+            u.add(-end, gpu_hours)
+        out[team] = out.get(team, 0.0) + u.advance(0.0)
+    return out
+
+
+def start_order(factors: dict) -> list:
+    """Teams in the order their waiting jobs start: the highest fair-share factor first (ties by name, as
+    Cluster.schedule breaks them by job name)."""
+    return sorted(factors, key=lambda k: (-factors[k], k))
 
 
 @dataclass
