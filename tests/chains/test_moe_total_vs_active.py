@@ -50,7 +50,7 @@ def test_bad_inputs_are_refused_with_the_name(bad):
         chains.derive(SLUG, **bad)
 
 
-@pytest.mark.parametrize("name", sorted(tva.REFUSED))
+@pytest.mark.parametrize("name", ("d_model", "n_active", "n_experts", "n_params"))
 def test_loose_architecture_overrides_are_refused(name):
     with pytest.raises(ParameterError, match="not both"):
         chains.derive(SLUG, model="llama-3-8b", **{name: 1.0})

@@ -39,9 +39,6 @@ PARAMETERS = (
           source="this book's assumption, as in the training-state-memory chapter"),
     *fraction_params(),
 )
-REFUSED = {name: "the width, heads, layers and parameter count all follow from model= (a catalog key or "
-                 "a config.json); set model instead, so no result mixes two architectures"
-           for name in ("n_params", "d_model", "n_heads", "n_layers")}
 
 RESULTS = (
     Result("activation_bytes_per_layer", "GB", "Activations of one layer, stored for backward", of="A_l"),
@@ -501,5 +498,5 @@ def tiny_prediction(ln_stat_bytes: int) -> dict:
                 kept=TINY["layers"] * 2 * sb * h, formula_ratio=per_layer / (2 * sb * h))
 
 
-SPEC = Spec("activation-recompute", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED,
+SPEC = Spec("activation-recompute", PARAMETERS, RESULTS, compute, validate=validate,
             closed_form=True)

@@ -60,9 +60,6 @@ PARAMETERS = (
     Param("cold_start_share", 0.01, "share of a tool call the sandbox start may take (the budget)", check="fraction",
           source="this book's assumption"),
 )
-REFUSED = {name: "the weights, layers and KV bytes per token follow from model= (a catalog key or a config.json); "
-                 "set model instead, so no result mixes two architectures"
-           for name in ("n_params", "n_layers", "kv_bytes_per_token")}
 
 RESULTS = (
     Result("session_hours", "hour", "A hundred steps of think and tool take", of="t_S"),
@@ -265,4 +262,4 @@ def session_ends(p) -> dict:
     return dict(start=float(p.start_context_tokens), end=float(end))
 
 
-SPEC = Spec("agent-sessions", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED, closed_form=True)
+SPEC = Spec("agent-sessions", PARAMETERS, RESULTS, compute, validate=validate, closed_form=True)

@@ -26,7 +26,6 @@ from utils.verdicts import UNCHECKABLE, Claim
 USERS_SOURCE = "the claim (2,000 concurrent users)"
 PARAMETERS = tuple(dataclasses.replace(p, default=2000, source=USERS_SOURCE) if p.name == "users" else p
                    for p in rs.PARAMETERS)
-REFUSED = rs.REFUSED
 
 RESULTS = (
     Result("request_rate", "request/s", "Requests per second at the gateway", of="R_q"),
@@ -217,5 +216,5 @@ def exercises(p, ch) -> dict:
             "ex3-gap": duration(q(1 / rpu, "s")), "ex3-streams": ucount(base["N_u"])}
 
 
-SPEC = Spec("api-gateway-sizing", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED,
+SPEC = Spec("api-gateway-sizing", PARAMETERS, RESULTS, compute, validate=validate,
             closed_form=True)

@@ -50,8 +50,6 @@ PARAMETERS = (
     Param("spare_confidence", 0.99, "probability the spare pool covers the nodes out of service", check="share",
           source="this book's assumption"),
 )
-REFUSED = {"n_params": "the parameter count follows from model= (a catalog key or a config.json); set model "
-                       "instead, so the compute and the checkpoint come from one architecture"}
 
 RESULTS = (
     Result("nodes", "", "Nodes provisioned (whole pods)", of="n"),
@@ -591,5 +589,5 @@ def exercises(p, ch) -> dict:
             "ex3-sw": fmt(count(ex3, "N_sw")), "ex3-extra": fmt(count(ex3, "n_extra"))}
 
 
-SPEC = Spec("bill-of-materials-10k", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED,
+SPEC = Spec("bill-of-materials-10k", PARAMETERS, RESULTS, compute, validate=validate,
             closed_form=True)

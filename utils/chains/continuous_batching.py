@@ -62,9 +62,6 @@ PARAMETERS = (
     Param("seed", 0, "seed of the simulated trace", check="non_negative", source="this book's choice"),
     *fraction_params(),
 )
-REFUSED = {name: "the weights, layers and KV bytes per token all follow from model= (a catalog key or a "
-                 "config.json); set model instead, so no result mixes two architectures"
-           for name in ("n_params", "n_layers", "kv_bytes_per_token")}
 
 RESULTS = (
     Result("batch_kv_cap", "sequence", "KV cap: sequences whose caches fit", of="U"),
@@ -441,4 +438,4 @@ def variants_table(p) -> str:
     return head + "\n".join(rows)
 
 
-SPEC = Spec("continuous-batching", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)
+SPEC = Spec("continuous-batching", PARAMETERS, RESULTS, compute, validate=validate)

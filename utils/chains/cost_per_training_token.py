@@ -64,9 +64,6 @@ PARAMETERS = (
     Param("decode_bandwidth_efficiency", 0.866, "share of the datasheet HBM bandwidth a decode step reaches "
           "(1 = the roofline floor)", check="fraction", source=fraction_source("hbm_bandwidth")),
 )
-REFUSED = {name: "the parameter count and the KV-cache bytes per token follow from model= (a catalog key or "
-                 "a config.json) and kv_bytes_per_element; set those instead, so no result mixes two models"
-           for name in ("n_params", "kv_bytes_per_token")}
 
 RESULTS = (
     Result("usd_per_flop", "USD/FLOP", "Dollars per model FLOP at the MFU", of="c_F"),
@@ -498,4 +495,4 @@ def chain_texts(p) -> dict:
             "p-context-line": line}
 
 
-SPEC = Spec("cost-per-training-token", PARAMETERS, RESULTS, compute, refused=REFUSED, closed_form=True)
+SPEC = Spec("cost-per-training-token", PARAMETERS, RESULTS, compute, closed_form=True)

@@ -52,7 +52,6 @@ PARAMETERS = (
     Param("train_tokens_per_second", 1.7e6, "tokens per second the training job consumes", unit="token/s",
           source="the claim (1.7M tokens/s); the check derives its own rate for the claim's cluster"),
 )
-REFUSED = {"vocab_size": "the vocabulary follows from model= (a catalog key or a config.json); set model instead"}
 
 RESULTS = (
     Result("raw_bytes", "PB", "Crawl HTML, uncompressed (extraction's input)", of="W_raw"),
@@ -363,4 +362,4 @@ def exercises(p, ch) -> dict:
             "ex3-read": fmt(stored_rate), "ex3-gbit": fmt(stored_rate.to("Gbit/s"))}
 
 
-SPEC = Spec("data-pipeline-15t", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED, closed_form=True)
+SPEC = Spec("data-pipeline-15t", PARAMETERS, RESULTS, compute, validate=validate, closed_form=True)

@@ -37,9 +37,6 @@ PARAMETERS = (
           source="vLLM multiplies the total the CUDA runtime reports (utils.serving)"),
     *fraction_params(),
 )
-REFUSED = {name: "the parameter counts, layers, KV heads and KV bytes per token all follow from model= (a "
-                 "catalog key or a config.json); set model instead, so no result mixes two architectures"
-           for name in ("n_params", "n_layers", "kv_bytes_per_token", "n_kv_heads")}
 
 RESULTS = (
     Result("ridge_intensity", "FLOP/B", "Ridge: dense bf16 rate / HBM bandwidth", of="I_star"),
@@ -386,4 +383,4 @@ def exercises(p, ch: Chain) -> dict:
             "ex3-intensity": fmt(at_x["I_c"])}
 
 
-SPEC = Spec("decode-roofline", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED, closed_form=True)
+SPEC = Spec("decode-roofline", PARAMETERS, RESULTS, compute, validate=validate, closed_form=True)

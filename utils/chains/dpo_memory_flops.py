@@ -64,8 +64,6 @@ PARAMETERS = (
           check="fraction", source="this book's assumption: nccl-tests ring all-reduce on 8x H200 NVLink reached "
           "365.6 of 450 GB/s (catalog nvlink4 allreduce_busbw_measured, an alternative), a stand-in for the fabric"),
 )
-REFUSED = {name: "the parameter count follows from model= (a catalog key or a config.json); set model instead"
-           for name in ("n_params",)}
 
 RESULTS = (
     Result("policy_state_per_gpu", "GB", "Policy training state per GPU", of="M_p"),
@@ -335,5 +333,5 @@ def exercises(p, ch: Chain) -> dict:
             "ex3-gpus": fmt(q(128, "GPU")), "ex3-pol": fmt(e3["M_p"]), "ex3-ref": fmt(e3["M_r"]), "ex3-hours": fmt(e3["H"])}
 
 
-SPEC = Spec("dpo-memory-flops", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED,
+SPEC = Spec("dpo-memory-flops", PARAMETERS, RESULTS, compute, validate=validate,
             closed_form=True)

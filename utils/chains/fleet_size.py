@@ -63,8 +63,6 @@ PARAMETERS = (
     Param("gpus_per_node", 8, "GPUs in one node (an HGX/DGX baseboard holds eight)", check="whole",
           source=NODE_SOURCE),
 )
-REFUSED = {"n_params": "the parameter count follows from model= (a catalog key or a config.json); "
-                       "set model instead, so the count is the model's own"}
 
 RESULTS = (
     Result("train_flops", "FLOP", "Training compute, 6ND", of="C"),
@@ -485,4 +483,4 @@ def basis_texts() -> dict:
             "mg-error-lo": pct(1 - mg[0]["mfu6"] / mg[0]["printed"]), "palm-typed-error": pct(1 - pf["mfu6"] / pf["mfu"])}
 
 
-SPEC = Spec("fleet-size", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED, closed_form=True)
+SPEC = Spec("fleet-size", PARAMETERS, RESULTS, compute, validate=validate, closed_form=True)

@@ -46,9 +46,6 @@ PARAMETERS = (
           unit="sequence", check="whole", source="this book's assumption"),
     *fraction_params(),
 )
-REFUSED = {name: "the parameter count, layers, KV heads and KV bytes per token all follow from model= (a "
-                 "catalog key or a config.json); set model instead, so no result mixes two architectures"
-           for name in ("n_params", "n_layers", "kv_bytes_per_token", "n_kv_heads")}
 
 RESULTS = (
     Result("users_per_node", "sequence", "Users per node (whole KV caches that fit)", of="U"),
@@ -375,4 +372,4 @@ def exercises(p, ch: Chain) -> dict:
             "ex3-compute": users(ex3["U_c"])}
 
 
-SPEC = Spec("kv-cache-caps-users", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED, closed_form=True)
+SPEC = Spec("kv-cache-caps-users", PARAMETERS, RESULTS, compute, validate=validate, closed_form=True)

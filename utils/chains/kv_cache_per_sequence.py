@@ -26,9 +26,6 @@ PARAMETERS = (
     Param("kv_bytes_per_element", 2, "bytes per cached K, V or latent element: 2 for bf16/fp16, 1 for fp8",
           unit="byte", source="this book's assumption (a bf16 cache)"),
 )
-REFUSED = {name: "the layers, heads, head dimension and parameter count all follow from model= (a catalog key "
-                 "or a config.json); set model instead, so no result mixes two architectures"
-           for name in ("n_layers", "n_kv_heads", "n_heads", "head_dim", "n_params", "kv_bytes_per_token")}
 
 RESULTS = (
     Result("kv_bytes_per_token", "B/token", "KV-cache bytes per token", of="k_tok"),
@@ -338,4 +335,4 @@ def exercises(p, ch: Chain) -> dict:
             "ex4-tokens": fmt((claim["K_seq"] / ex4["k_tok"]).to("token"))}
 
 
-SPEC = Spec("kv-cache-per-sequence", PARAMETERS, RESULTS, compute, refused=REFUSED, closed_form=True)
+SPEC = Spec("kv-cache-per-sequence", PARAMETERS, RESULTS, compute, closed_form=True)

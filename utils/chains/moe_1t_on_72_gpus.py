@@ -46,9 +46,6 @@ PARAMETERS = (
     *fraction_params(),
     tva.PART_BYTES,
 )
-REFUSED = {name: "the parameter counts, experts, layers and cache widths all follow from model=; set model "
-                 "instead, so no result mixes two architectures"
-           for name in ("n_params", "n_experts", "n_layers", "kv_bytes_per_token")}
 
 RESULTS = (
     Result("weights_per_gpu", "GB", "Weights on each GPU", of="W"),
@@ -678,5 +675,5 @@ def what_changes(p, ch) -> dict:
             "ib-name": w["ib"].name, "ib-bw-term": fmt(w["ib_term"])}
 
 
-SPEC = Spec("moe-1t-on-72-gpus", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED,
+SPEC = Spec("moe-1t-on-72-gpus", PARAMETERS, RESULTS, compute, validate=validate,
             closed_form=True)

@@ -66,9 +66,6 @@ PARAMETERS = (
     PART_BYTES,
 )
 
-REFUSED = {name: "the parameter counts, experts and widths all follow from model=; set model instead, so no "
-                 "result mixes two architectures"
-           for name in ("n_params", "n_active", "n_experts", "d_model")}
 
 RESULTS = (
     Result("weights_bytes", "TB", "Weight bytes (every stored parameter)", of="W"),
@@ -760,4 +757,4 @@ def ep320_section() -> tuple[dict, str]:
                         "over a routed expert's mean", "$\\rho$ over all GPUs"], table_rows)
 
 
-SPEC = Spec("moe-total-vs-active", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED, closed_form=True)
+SPEC = Spec("moe-total-vs-active", PARAMETERS, RESULTS, compute, validate=validate, closed_form=True)

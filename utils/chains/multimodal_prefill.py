@@ -43,7 +43,7 @@ PARAMETERS = (
           source="this book's assumption: 20 tokens per second per user"),
 )
 REFUSED = {name: "the LLM's parameters, layers, width and KV heads follow from model=, the encoder's from "
-                 "encoder=; set those instead" for name in ("n_params", "n_layers", "patch_size", "vit_layers")}
+                 "encoder=; set those instead" for name in ("patch_size", "vit_layers")}
 
 RESULTS = (
     Result("tokens_per_image", "token", "Tokens per image after the encoder", of="T_i"),

@@ -79,8 +79,6 @@ PARAMETERS = (
           source="this book's choice: small, so the page runs fast"),
     Param("seed", 0, "seed of the attribution trace", check="non_negative", source="this book's choice"),
 )
-REFUSED = {name: "the weights, layers and KV bytes follow from model=; set model instead"
-           for name in ("n_params", "n_layers", "kv_bytes_per_token")}
 
 RESULTS = (
     Result("prefill_ms", "ms", "Prefill span of a mean prompt", of="t_pf"),
@@ -356,4 +354,4 @@ def exercises(p, ch: Chain) -> dict:
             "ex3-a-share": pct(3 / 4), "ex3-b-share": pct(1 / 4), "ex3-a-gpu": fmt(q(20 * 8 * 3 / 4, "ms"))}
 
 
-SPEC = Spec("observability-budget", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)
+SPEC = Spec("observability-budget", PARAMETERS, RESULTS, compute, validate=validate)

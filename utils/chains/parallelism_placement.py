@@ -57,9 +57,6 @@ PARAMETERS = (
           check="interconnect", source="catalog: InfiniBand NDR (the run's RoCE has the same rate per port)"),
     *collectives.link_fraction_params(),
 )
-REFUSED = {name: "the width, layers and parameter count follow from model= (a catalog key or a config.json); "
-                 "set model instead, so no result mixes two architectures"
-           for name in ("n_params", "d_model", "n_layers")}
 
 RESULTS = (
     Result("tp_bytes_per_gpu_per_step", "GB", "Tensor parallel: bytes per GPU per step", of="V_TP"),
@@ -506,5 +503,5 @@ def exercises(p, ch: Chain) -> dict:
             "e3-t": str(ci["tp"]), "e3-h": fmt(h_e3, style="plain"), "e3-x": num(h_e3 / as_float(cl["h"]))}
 
 
-SPEC = Spec("parallelism-placement", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED,
+SPEC = Spec("parallelism-placement", PARAMETERS, RESULTS, compute, validate=validate,
             closed_form=True)

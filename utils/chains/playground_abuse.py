@@ -81,7 +81,6 @@ RESULTS = (
     Result("saved_cap", "USD", "Saved a day by the output cap", of="V_cap"),
     Result("saved_total", "USD", "Saved a day by all four", of="V_all"),
 )
-REFUSED = {"kv_bytes_per_token": "follows from model=; set model instead"}
 
 
 def validate(p):
@@ -240,4 +239,4 @@ def exercises(p, ch) -> dict:
             "ex3-txt": fmt(ch["s_txt"])}
 
 
-SPEC = Spec("playground-abuse", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED, closed_form=True)
+SPEC = Spec("playground-abuse", PARAMETERS, RESULTS, compute, validate=validate, closed_form=True)

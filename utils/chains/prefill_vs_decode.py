@@ -43,9 +43,6 @@ PARAMETERS = (
           source="this book's assumption"),
     *fraction_params(),
 )
-REFUSED = {name: "the parameter counts, layers, heads and KV bytes per token all follow from model= (a catalog "
-                 "key or a config.json); set model instead, so no result mixes two architectures"
-           for name in ("n_params", "n_layers", "kv_bytes_per_token", "n_kv_heads")}
 
 RESULTS = (
     Result("prefill_time", "ms", "Prefill pass time at the achieved rates", of="t_p"),
@@ -589,4 +586,4 @@ def exercises(p, ch: Chain) -> dict:
             "ex3-total": fmt(chunk + seqs, 'token')}
 
 
-SPEC = ChapterSpec("prefill-vs-decode", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED, closed_form=True)
+SPEC = ChapterSpec("prefill-vs-decode", PARAMETERS, RESULTS, compute, validate=validate, closed_form=True)

@@ -52,9 +52,6 @@ PARAMETERS = (
           source="this book's assumption: room for a replica down and bursts above the stated concurrency"),
     *fraction_params(),
 )
-REFUSED = {name: "the parameter counts, layers, KV heads and KV bytes per token all follow from model= (a "
-                 "catalog key or a config.json); set model instead, so no result mixes two architectures"
-           for name in ("n_params", "n_layers", "kv_bytes_per_token", "n_kv_heads")}
 
 RESULTS = (
     Result("users_per_replica_memory", "sequence", "Users per replica: memory constraint", of="U_m"),
@@ -537,5 +534,5 @@ def exercises(p, ch) -> dict:
         "ex3-prefill-share": pct(as_float(ex3["U_t"] * ex3["u_p"], ""), digits=2)})
 
 
-SPEC = Spec("replica-sizing", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED,
+SPEC = Spec("replica-sizing", PARAMETERS, RESULTS, compute, validate=validate,
             closed_form=True)

@@ -53,8 +53,6 @@ PARAMETERS = (
           source=NCCL_LAT_SRC),
     *collectives.link_fraction_params(),
 )
-REFUSED = {"n_params": "the parameter count follows from model= (a catalog key or a config.json); set model "
-                       "instead, so the gradient and the compute come from one architecture"}
 
 RESULTS = (
     Result("bytes_per_gpu_per_step", "GB", "Bytes each GPU sends (and receives) per step", of="V"),
@@ -372,4 +370,4 @@ def exercises(p, ch: Chain) -> dict:
             "e3-megatron-tar": fmt(meg["T_ar"]), "e3-megatron-bucket": fmt(q(_megatron_mib(CLAIM["dp_size"]), "MiB"))}
 
 
-SPEC = Spec("ring-allreduce", PARAMETERS, RESULTS, compute, refused=REFUSED, closed_form=True)
+SPEC = Spec("ring-allreduce", PARAMETERS, RESULTS, compute, closed_form=True)

@@ -46,9 +46,6 @@ PARAMETERS = (
     *fraction_params(),
     *collectives.link_fraction_params(),
 )
-REFUSED = {name: "the parameter count, layers and KV bytes all follow from model=; set model instead, so no "
-                 "result mixes two architectures"
-           for name in ("n_params", "n_layers", "kv_bytes_per_token")}
 
 RESULTS = (
     Result("broadcast_bytes", "GB", "Weights broadcast to the actors every step", of="W_b"),
@@ -483,4 +480,4 @@ def exercises(p, ch: Chain) -> dict:
             "e3-faster": f"{as_float(ch['t_b'] / ch['t_sh'], ''):.0f}", "e3-r": fmt(q(e3_R, "token"))}
 
 
-SPEC = Spec("rl-actor-learner", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED, closed_form=True)
+SPEC = Spec("rl-actor-learner", PARAMETERS, RESULTS, compute, validate=validate, closed_form=True)

@@ -27,9 +27,6 @@ PARAMETERS = (
     Param("context_tokens", 8192, "training sequence length, T", unit="token", check="whole",
           source="Llama 3 pre-training context (Llama 3 paper, sec. 3.4.1)"),
 )
-REFUSED = {name: "the parameter count, layers and attention width all follow from model= (a catalog key "
-                 "or a config.json); set model instead, so no result mixes two architectures"
-           for name in ("n_params", "n_layers", "d_attn")}
 
 RESULTS = (
     Result("train_flops", "FLOP", "Training compute, 6ND", of="C"),
@@ -193,4 +190,4 @@ def flop_count_check(counted: dict) -> dict:
                 ratio=ratio(q(counted["flops"], "FLOP"), predicted), naive_ratio=ratio(q(counted["flops"], "FLOP"), naive))
 
 
-SPEC = Spec("six-nd", PARAMETERS, RESULTS, compute, refused=REFUSED, closed_form=True)
+SPEC = Spec("six-nd", PARAMETERS, RESULTS, compute, closed_form=True)

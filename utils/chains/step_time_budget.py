@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from utils import catalog
 from utils.chain import Chain, as_float, memoised
-from utils.chains.parallelism_placement import REFUSED as PLACEMENT_REFUSED
 from utils.chains.parallelism_placement import check_layout, placement
 from utils.params import Param, Result, Spec
 from utils.units import duration, fmt, pct, q
@@ -50,7 +49,6 @@ PARAMETERS = (
     Param("measured_step_s", 0.0, "your measured step time; 0 takes the stand-in (Llama 3 405B's per-GPU rate)",
           unit="s", check="non_negative", source=MEASURED_SRC),
 )
-REFUSED = PLACEMENT_REFUSED
 
 RESULTS = (
     Result("compute_time", "s", "Compute, 6N x tokens / (GPUs x peak x MFU)", of="t_c"),
@@ -235,5 +233,5 @@ def harness_prediction(mfu: float, gpu: str = HARNESS_GPU) -> dict:
     return dict(size=size, flops=flops, gpu=acc.name, predicted=(flops / (acc.q("bf16_dense") * mfu)).to("ms"))
 
 
-SPEC = Spec("step-time-budget", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED,
+SPEC = Spec("step-time-budget", PARAMETERS, RESULTS, compute, validate=validate,
             closed_form=True)

@@ -38,7 +38,6 @@ PARAMETERS = (
           source="this book's assumption: a decode batch; the harness's batch"),
     Param("launch_us", 5.0, "time of one kernel launch", unit="µs", source=LAUNCH_SOURCE),
 )
-REFUSED = {"vocab_size": "the row length is the model's vocabulary; set model= (a catalog key or a config.json) instead"}
 
 RESULTS = (
     Result("row_bytes", "B", "Bytes in one row of logits", of="S"),
@@ -353,4 +352,4 @@ def exercises(p, ch) -> dict:
     }
 
 
-SPEC = Spec("top-k-radix-select", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED, closed_form=True)
+SPEC = Spec("top-k-radix-select", PARAMETERS, RESULTS, compute, validate=validate, closed_form=True)

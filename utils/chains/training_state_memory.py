@@ -54,9 +54,6 @@ PARAMETERS = (
     Param("dp_degree", 64, "data-parallel degree N_d: GPUs the ZeRO partitions are spread over", check="whole",
           source="ZeRO (arXiv:1910.02054) Figure 1's example, N_d = 64"),
 )
-REFUSED = {name: "the parameter count, layers and width all follow from model= (a catalog key or a "
-                 "config.json); set model instead, so no result mixes two architectures"
-           for name in ("n_params", "d_model", "n_layers")}
 
 RESULTS = (
     Result("state_bytes", "TB", "Training state (weights, gradients, optimizer)", of="S"),
@@ -558,5 +555,5 @@ def exercises(p, ch: Chain) -> dict:
         "ex3-batch": short(m_whole * r * p.micro_batch_tokens)}
 
 
-SPEC = Spec("training-state-memory", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED,
+SPEC = Spec("training-state-memory", PARAMETERS, RESULTS, compute, validate=validate,
             closed_form=True)
