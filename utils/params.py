@@ -114,6 +114,14 @@ CHECKS = {
 MAX_ROWS = 1000      # a table's rows are looped over (DRF's loop, a usage history): bounded, so no input runs long
 
 
+def left_out(computed) -> dict[str, str]:
+    """{result name: the one line why} for the results a chapter's compute() has no value for at these inputs
+    (a detection time when nothing detects): its chain's data["left_out"]. They are left out of the results and
+    said, as a reader's model that lacks a field leaves out what needs it (utils.models.derive_with_gaps)."""
+    data = getattr(computed, "data", None)
+    return data.get("left_out", {}) if isinstance(data, dict) else {}
+
+
 @dataclass(frozen=True)
 class Column:
     """One column of a table parameter: `check` is "text" or one of the number CHECKS. The name "*" stands for
@@ -362,9 +370,12 @@ class Spec:
         return param.source if same else "parameters cell"
 
     def extract(self, computed) -> dict:
-        """The headline results from compute()'s output, each converted to its Result unit."""
-        out = {}
+        """The headline results from compute()'s output, each converted to its Result unit; those it left out
+        (left_out) are absent."""
+        out, gaps = {}, left_out(computed)
         for r in self.results:
+            if r.name in gaps:
+                continue
             v = computed[r.key]
             out[r.name] = v.to(r.unit) if hasattr(v, "units") else v
         return out

@@ -35,7 +35,8 @@ def test_capacity_for_both_versions():
 
 @pytest.mark.parametrize("name,value", [("canary_share", 1.0), ("canary_share", 0.0), ("slo", 1.5),
                                         ("baseline_failure", 0.0), ("requests_per_s", -1.0), ("min_replicas", 0),
-                                        ("regression", 0.9999)])
+                                        ("regression", 0.9999), ("alpha", 1.0), ("power", 1.0),
+                                        ("power", 1e-6), ("power", 0.05), ("power", 0.1)])
 def test_bad_inputs_are_refused_naming_the_parameter(name, value):
     with pytest.raises(ParameterError, match=name):
         chains.derive("model-rollout", **{name: value})

@@ -40,12 +40,27 @@ def test_a_full_outage_of_logs_is_most_of_the_month():
     assert r["detection_minutes"].m < 1
 
 
-@pytest.mark.parametrize("name,value", [("objective", 1.0), ("objective", -0.1), ("incident_bad_share", 0.0005),
+@pytest.mark.parametrize("name,value", [("objective", 1.0), ("objective", -0.1), ("incident_bad_share", 0.0001),
                                         ("baseline_bad_share", 0.02), ("period_days", 0.0),
                                         ("rollback_minutes", 0.0), ("ttft_percentile", 1.0)])
 def test_bad_inputs_are_refused_by_name(name, value):
     with pytest.raises(ParameterError, match=name):
         chains.derive("slo-error-budgets", **{name: value})
+
+
+def test_a_rollback_slower_than_the_budget_spends_more_than_all_of_it():
+    """Past 100% is an answer (the objective is missed), within the range the result declares."""
+    from utils.rederive import payload, result_range
+    out = payload("slo-error-budgets", {"rollback_minutes": "1000"})["results"]
+    assert out["share_rollback_first"]["value"] > 1
+    share = next(r for r in chains.spec("slo-error-budgets").results if r.name == "share_rollback_first")
+    assert result_range(share) == (0.0, float("inf"))
+
+
+def test_a_slow_person_or_rollback_leaves_the_simulated_page_where_it_was():
+    base = chains.derive("slo-error-budgets")["detection_minutes_simulated"].m
+    for name in ("ack_minutes", "rollback_minutes"):
+        assert chains.derive("slo-error-budgets", **{name: 1e9})["detection_minutes_simulated"].m == base
 
 
 def test_properties():
@@ -80,6 +95,17 @@ def test_the_workbooks_burn_rate_table_and_the_alert_that_fires(error_rate, burn
     assert [row[0] for row in rows] == ["0.1%", "0.2%", "1%", "100%"] and rows[0][3].startswith("ticket")
 
 
-def test_an_incident_no_alert_catches_is_refused_with_its_burn_and_exhaustion():
-    with pytest.raises(ParameterError, match=r"burns the budget at 0.5x \(spent in 60 days"):
-        chains.derive("slo-error-budgets", incident_bad_share=0.0005, baseline_bad_share=0.0)
+@pytest.mark.parametrize("changes, holds", [(dict(incident_bad_share=0.0005, baseline_bad_share=0.0), True),
+                                            (dict(incident_bad_share=0.005, period_days=366.0), False)])
+def test_an_incident_no_rule_pages_is_answered_and_what_needs_an_alert_left_out(changes, holds):
+    """Half the sustainable rate (the objective holds), and five times it over a year, where the ticket needs 12.2x:
+    burn rate and exhaustion come out, the results counted from an alert are left out saying that none fires."""
+    from utils.rederive import payload
+    out = payload("slo-error-budgets", {k: repr(v) for k, v in changes.items()})
+    spec = chains.spec("slo-error-budgets")
+    b = changes["incident_bad_share"] / 0.001
+    assert out["results"]["incident_burn_rate"]["value"] == pytest.approx(b)
+    assert out["results"]["exhaustion_time"]["value"] == pytest.approx(changes.get("period_days", 30.0) * 24 / b)
+    assert set(out["left_out"]) == set(chapter.AFTER_THE_ALERT) == {r.name for r in spec.results} - set(out["results"])
+    why = out["left_out"]["detection_minutes"]
+    assert "none of the workbook's rules fires" in why and ("the objective holds" in why) == holds

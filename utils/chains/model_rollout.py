@@ -83,6 +83,26 @@ def validate(p):
                              f"{p.baseline_failure + p.regression:g}")
     if p.canary_share >= 1:
         raise ParameterError("canary_share must be below 1: a canary needs a stable arm to compare with")
+    if p.alpha >= 1:
+        raise ParameterError("alpha must be below 1: a significance of 1 rolls every release back untested")
+    if p.power >= 1:
+        raise ParameterError("power must be below 1: catching every regression needs infinitely many canary requests")
+    if p.power <= p.alpha:
+        raise ParameterError(f"power must exceed alpha ({p.alpha:g}), got {p.power:g}: a test that catches a regression "
+                             "no more often than it rolls back a good release tests nothing")
+    if p.power <= (floor := zero_size_power(p)):
+        raise ParameterError(f"power={p.power:g} is below the {pct(floor)} the normal approximation gives with no "
+                             "canary requests at all, so it sizes no canary: ask for more power")
+
+
+def zero_size_power(p) -> float:
+    """The power the sample size's normal approximation reaches as the canary shrinks to nothing: below it the
+    formula's root, z_a sigma_0 + z_b sigma_1, turns negative and its square sizes nothing."""
+    from statistics import NormalDist
+    p0, p1, k = p.baseline_failure, p.baseline_failure + p.regression, (1 - p.canary_share) / p.canary_share
+    pb = (p1 + k * p0) / (1 + k)
+    s0, s1 = (pb * (1 - pb) * (1 + 1 / k)) ** 0.5, (p1 * (1 - p1) + p0 * (1 - p0) / k) ** 0.5
+    return NormalDist().cdf(-z(1 - p.alpha) * s0 / s1)
 
 
 def rollout_chain(X, o, lambda_0, u, s, m, tau, slo, p0, delta, alpha, power, period, seed,

@@ -68,8 +68,11 @@ RESULTS = (
     Result("detection_gap", "min", "Detection gap: the failure to a person looking", of="t_g"),
     Result("burned_rollback_first", "min", "Budget burned, rolling back first", of="M_rb"),
     Result("burned_logs_first", "min", "Budget burned, reading logs first", of="M_lg"),
-    Result("share_rollback_first", "", "Share of the budget, rolling back first", of="s_rb", percent=True),
-    Result("share_logs_first", "", "Share of the budget, reading logs first", of="s_lg", percent=True),
+    # past 100% the incident spends more than the whole budget: the objective is missed, a real answer
+    Result("share_rollback_first", "", "Budget burned rolling back first, against the whole budget (past 100%: the "
+           "objective is missed)", of="s_rb", percent=True),
+    Result("share_logs_first", "", "Budget burned reading logs first, against the whole budget (past 100%: the "
+           "objective is missed)", of="s_lg", percent=True),
     Result("detection_minutes_simulated", "min", "From the failure to the page (simulated)", of="t_sim"),
     Result("blips_over_one_outage", "", "Training work lost: the budget as one-minute blips over one outage",
            of="r_blip"),
@@ -88,26 +91,42 @@ def validate(p):
         raise ParameterError(f"period_days must be between an hour and a year, got {p.period_days!r}")
     if p.baseline_bad_share >= fast_rule(p.period_days).burn * (1 - p.objective):
         raise ParameterError(f"baseline_bad_share={p.baseline_bad_share!r} already pages the fast rule every day")
-    if first_alert(p) is None:
-        b = p.incident_bad_share / (1 - p.objective)
-        raise ParameterError(f"incident_bad_share={p.incident_bad_share!r} burns the budget at {b:.3g}x (spent in "
-                             f"{p.period_days / b:.3g} days): no workbook alert fires above this baseline, so there is "
-                             "no detection to compute")
 
 
 def fast_rule(period_days: float) -> slo.Rule:
     return slo.workbook_rules(period_days * 86400.0)[0]
 
 
+def live_rules(p) -> list[slo.Rule]:
+    """The workbook's rules that can detect something: a rule the baseline alone holds at its threshold fires every
+    day and detects nothing (validate keeps the fast rule among them)."""
+    return [r for r in slo.workbook_rules(p.period_days * 86400.0) if p.baseline_bad_share < r.burn * (1 - p.objective)]
+
+
 def first_alert(p) -> slo.Rule | None:
     """The workbook rule whose long window first reaches its burn rate for this step failure (the fastest of the two
-    pages and the ticket), or None when none does: the incident is slower than the budget's own period. A rule the
-    baseline alone holds at its threshold fires every day and detects nothing: it is left out."""
+    pages and the ticket), or None when none does: the incident burns below every rule's threshold."""
     times = [(slo.detection_time(p.incident_bad_share, p.objective, r.burn, r.long_s, p.baseline_bad_share), i, r)
-             for i, r in enumerate(slo.workbook_rules(p.period_days * 86400.0))
-             if p.baseline_bad_share < r.burn * (1 - p.objective)]
+             for i, r in enumerate(live_rules(p))]
     t, _, rule = min(times)
     return rule if math.isfinite(t) else None
+
+
+# What has no value when no rule fires: the alert, its detection, and the minutes and budget counted from it.
+AFTER_THE_ALERT = ("fast_burn_threshold", "detection_minutes", "budget_share_at_page", "detection_gap",
+                   "burned_rollback_first", "burned_logs_first", "share_rollback_first", "share_logs_first",
+                   "detection_minutes_simulated")
+
+
+def unpaged(p) -> str:
+    """Which alert fires when none does: the incident's burn against the lowest threshold, and how long the budget
+    lasts unpaged."""
+    b = p.incident_bad_share / (1 - p.objective)
+    low = min(live_rules(p), key=lambda r: r.burn)
+    lasts = slo.exhaustion_time(b, p.period_days * 86400.0)
+    holds = f", past the {duration(p.period_days * 86400.0)} period: the objective holds" if b <= 1 else ""
+    return (f"none of the workbook's rules fires at a burn rate of {fmt(b)} (the lowest, the {low.severity} on "
+            f"{duration(low.long_s)}, needs {fmt(low.burn)}): the budget burns out in {duration(lasts)} unpaged{holds}")
 
 
 def alert_rows(objective: float = 0.999, period_days: float = 30.0, shares=(0.001, 0.002, 0.01, 1.0)) -> list[list[str]]:
@@ -154,10 +173,6 @@ def budget_chain(p, *, source="parameters cell") -> Chain:
     """source: one source for every input (a check's own reading), or a function of the parameter's name (compute
     passes the spec's, so a default cites its own)."""
     src = source if callable(source) else (lambda name: source)
-    rule = first_alert(p) or fast_rule(p.period_days)
-    fast = rule == fast_rule(p.period_days)
-    what = "fast rule" if fast else f"first alert to fire ({rule.severity}, {rule.name})"
-    share = next(w[3] for w, r in zip(slo.WORKBOOK, slo.workbook_rules(p.period_days * 86400.0)) if r == rule)
     ch = Chain("Error budget, burn rate, detection and rollback")
     ch.given("o", q(p.objective, ""), "objective: share of requests good", kind="assumption", source=src("objective"))
     ch.given("T", q(p.period_days, "day"), "period", kind="assumption", source=src("period_days"))
@@ -172,6 +187,18 @@ def budget_chain(p, *, source="parameters cell") -> Chain:
              source=src("baseline_bad_share"))
     ch.step("b", "e/(1 - o)", "", "burn rate during the incident")
     ch.step("T_x", "T/b", "hour", "time to spend the whole budget at that rate")
+    rule = first_alert(p)
+    if rule is not None:                    # no rule fires: nothing to count from (compute leaves those results out)
+        alert_steps(ch, p, rule, src)
+    platform_steps(ch, p, src)
+    return ch
+
+
+def alert_steps(ch: Chain, p, rule: slo.Rule, src) -> None:
+    """The first alert to fire, its detection, and the budget burned from the failure to the rollback."""
+    fast = rule == fast_rule(p.period_days)
+    what = "fast rule" if fast else f"first alert to fire ({rule.severity}, {rule.name})"
+    share = next(w[3] for w, r in zip(slo.WORKBOOK, slo.workbook_rules(p.period_days * 86400.0)) if r == rule)
     ch.given("s_f", q(share, ""), f"{what}: share of the budget worth " + ("a page" if fast else f"a {rule.severity}"),
              kind="spec", source="SRE workbook, Table 5-8")
     ch.given("W_f", q(rule.long_s, "s").to("hour"), f"{what}'s long window", kind="spec", source="SRE workbook")
@@ -189,7 +216,10 @@ def budget_chain(p, *, source="parameters cell") -> Chain:
     ch.step("M_lg", "e*(t_g + t_i + t_rb)", "min", "budget burned, reading logs first")
     ch.step("s_rb", "M_rb/B", "", "share of the budget, rolling back first")
     ch.step("s_lg", "M_lg/B", "", "share of the budget, reading logs first")
-    # The same availability budget, spent on a training platform: one outage against one-minute blips.
+
+
+def platform_steps(ch: Chain, p, src) -> None:
+    """The same availability budget, spent on a training platform: one outage against one-minute blips."""
     ch.given("t_c", q(p.checkpoint_minutes, "min"), "checkpoint interval", kind="assumption",
              source=src("checkpoint_minutes"))
     ch.given("t_r", q(p.restart_minutes, "min"), "restart to first step", kind="assumption",
@@ -199,15 +229,20 @@ def budget_chain(p, *, source="parameters cell") -> Chain:
     ch.step("L_1", "B + t_r + t_c/2", "min", "job time lost to one outage of the whole budget")
     ch.step("L_n", "n_b*(d_1 + t_r + t_c/2)", "min", "job time lost to the blips")
     ch.step("r_blip", "L_n/L_1", "", "the same availability: blips over one outage")
-    return ch
 
 
 def compute(p) -> Chain:
     ch = budget_chain(p, source=lambda name: SPEC.source(p, name))
+    rule = first_alert(p)
+    if rule is None:                        # nothing detects it: no alert to simulate
+        ch.data["left_out"] = {name: f"{name}: {unpaged(p)}" for name in AFTER_THE_ALERT}
+        return ch
     # The incident runs until the rollback, and at least twice the closed form's detection: a failure right at a
-    # rule's threshold crosses it only by the counts' noise, which a longer run gives the time to.
-    t_on = max(as_float(ch["t_g"] + ch["t_rb"], "min"), 2 * as_float(ch["t_d"], "min"))
-    rule = first_alert(p) or fast_rule(p.period_days)
+    # rule's threshold crosses it only by the counts' noise, which a longer run gives the time to. No result of
+    # the chain reads the run past the page, so a rollback later than a day after twice the detection is cut there (a slow person
+    # or rollback would otherwise make the simulation as long as they are).
+    t_d = as_float(ch["t_d"], "min")
+    t_on = max(min(as_float(ch["t_g"] + ch["t_rb"], "min"), 2 * t_d + 1440), 2 * t_d)
     sim = simulate(p.objective, p.period_days, p.incident_bad_share, p.baseline_bad_share, p.requests_per_minute,
                    t_on, p.seed, history=max(HISTORY_MIN, math.ceil(rule.long_s / 60)))
     got = sim["detect"][rule.name]
