@@ -66,6 +66,7 @@ def test_compute_bound_rate_ignores_the_tpot_objective(ck):
 
 
 @pytest.mark.parametrize("bad, match", [(dict(slo_tpot_s=0.5), "slo_tpot_s"), (dict(sim_replicas=1), "sim_replicas"),
+                                        (dict(sim_replicas=fr.MAX_SIM_REPLICAS + 1), "sim_replicas"),
                                         (dict(gpus_per_replica=3), "gpus_per_replica"),
                                         (dict(n_params=7e10, model="llama-3-8b"), "n_params"),
                                         (dict(load_epsilon=0.0), "load_epsilon"), (dict(model="llama-9"), "model")])

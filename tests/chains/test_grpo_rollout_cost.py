@@ -46,6 +46,7 @@ def test_a_slower_verifier_only_hurts_the_synchronous_step():
 @pytest.mark.parametrize("kw,name", [(dict(median_response_tokens=20000.0), "median_response_tokens"),
                                      (dict(n_actor_gpus=12), "n_actor_gpus"), (dict(sigma=-1.0), "sigma"),
                                      (dict(samples_per_prompt=0), "samples_per_prompt"),
+                                     (dict(sim_steps=grpo.MAX_SIM_STEPS + 1), "sim_steps"),
                                      (dict(n_params=7e9, model="llama-3-8b"), "n_params")])
 def test_bad_inputs_are_refused(kw, name):
     with pytest.raises(ParameterError, match=name):

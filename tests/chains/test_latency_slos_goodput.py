@@ -53,8 +53,10 @@ def test_union_bound_and_little_law_in_the_queue():
 
 @pytest.mark.parametrize("bad", [dict(percentile=1.5), dict(n_requests=100), dict(arrival_rate=0.0),
                                  dict(gpu="h999"), dict(gpus_per_replica=1), dict(compute_fraction=0.0),
-                                 dict(mean_prompt_tokens=10 ** 6)])
+                                 dict(mean_prompt_tokens=10 ** 6), dict(n_requests=lsg.MAX_REQUESTS + 1),
+                                 dict(gpus_per_replica=128), dict(max_batch=1)])
 def test_bad_inputs_are_refused(bad):
+    """max_batch=1: each request alone, past the budget of simulated work (a line, not minutes)."""
     with pytest.raises(ParameterError):
         chains.derive("latency-slos-goodput", **bad)
 

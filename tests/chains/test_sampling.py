@@ -171,7 +171,8 @@ def test_chapter_published_figures_and_the_integral_route():
 
 
 @pytest.mark.parametrize("name, value", [("model", "nope"), ("temperature", -1.0), ("top_p", 1.5), ("top_k", 2.5),
-                                         ("vocab", 1), ("n_samples", 0), ("seed", -1)])
+                                         ("vocab", 1), ("n_samples", 0), ("seed", -1), ("vocab", 10 ** 6),
+                                         ("n_samples", 10 ** 7)])
 def test_chapter_bad_input_is_refused_with_its_name(name, value):
     from utils import chains
     from utils.params import ParameterError

@@ -1,4 +1,6 @@
 """utils.serving.batching: the decode step on the roofline, the seeded trace, and the two engines."""
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -42,3 +44,37 @@ def test_expected_longest_of_exponentials_is_the_harmonic_number():
     mean = 1000.0
     pmf = np.exp(-(j - 1) / mean) - np.exp(-j / mean)
     assert batching.expected_longest(j, pmf, 8) == pytest.approx(mean * batching.harmonic(8), rel=2e-3)
+
+
+# The queue simulation: its quiet steps run as arrays give the loop's own results, to the last bit.
+QE = batching.QueueEngine(wbytes=1.4e11, akv=3.3e5, W=2.9e13, P=5.9e15, kNa=1.4e11, att=4.1e5, cap=1_400_000, bmax=256,
+                          budget=8192)
+
+
+@pytest.mark.parametrize("rate, engine, faults", [
+    (2.0, QE, batching.Faults()),                                      # light load: requests decode alone
+    (20.0, QE, batching.Faults()),                                     # busy: short runs between events
+    (2.0, QE, batching.Faults(2.0, 0.05)),                             # host stalls cut the runs
+    (5.0, dataclasses.replace(QE, bmax=2), batching.Faults())])        # a queue behind a small cap
+def test_quiet_steps_as_arrays_are_the_loops_steps_exactly(monkeypatch, rate, engine, faults):
+    wl = batching.workload(1500, 1024, 512, 8192, seed=3)
+    fast = batching.simulate_faulty(rate, wl, engine, faults)
+    monkeypatch.setattr(batching, "QUIET", 10 ** 12)                   # every step through the loop
+    slow = batching.simulate_faulty(rate, wl, engine, faults)
+    assert fast["work"] < slow["work"]
+    for k, v in slow.items():
+        if k == "work":
+            continue
+        pairs = zip(v, fast[k]) if k == "itl" else [(v, fast[k])]
+        for a, b in pairs:
+            if isinstance(a, np.ndarray):
+                assert a.dtype == b.dtype and np.array_equal(a, b), k
+            else:
+                assert a == b, k
+
+
+def test_a_run_past_its_work_budget_raises_toolong():
+    wl = batching.workload(1500, 1024, 512, 8192, seed=3)
+    done = batching.simulate_faulty(20.0, wl, QE)
+    with pytest.raises(batching.TooLong):
+        batching.simulate_faulty(20.0, wl, QE, max_work=done["work"] / 2)

@@ -29,6 +29,7 @@ SIMULATION = ("a random, a prefix-hash (consistent hashing with bounded loads) a
 # The trace: eight tenants of very different sizes, each its own system prompt (this book's assumptions).
 TRACE = dict(sessions=(64, 32, 24, 16, 12, 8, 4, 4), system_tokens=(600, 400, 800, 250, 350, 700, 200, 300),
              turns=5, user_tokens=(20, 100), reply_tokens=(40, 160), concurrency=6)
+MAX_SIM_REPLICAS = 1000     # the router simulation's replicas, at most (validate)
 TRACE_SOURCE = ("this book's assumption: eight tenants, sessions in proportion to a long tail, system prompts of "
                 "a few hundred to a couple of thousand tokens, five-turn chats")
 
@@ -57,9 +58,6 @@ PARAMETERS = (
           source="this book's assumption: the simulation's load, scaled down with its replicas"),
     Param("seed", 0, "seed of the trace and the random router", check="non_negative", source="this book's choice"),
 )
-REFUSED = {name: "the weights, layers and KV bytes per token follow from model= (a catalog key or a config.json); "
-                 "set model instead, so no result mixes two architectures"
-           for name in ("n_params", "n_layers", "kv_bytes_per_token")}
 
 RESULTS = (
     Result("hit_rate_random", "", "Prefix-cache hit rate, random router (simulation)", of="h_r", percent=True),
@@ -84,6 +82,11 @@ def validate(p):
                              "takes at least one step")
     if p.sim_replicas < 2:
         raise ParameterError(f"sim_replicas must be at least 2 for routing to matter, got {p.sim_replicas}")
+    if p.sim_replicas > MAX_SIM_REPLICAS:
+        raise ParameterError(f"sim_replicas must be at most {MAX_SIM_REPLICAS:,}: the trace's {sum(TRACE['sessions'])} "
+                             "sessions leave most of more replicas empty, and the hash ring (points per replica) "
+                             "takes past a second to build; the fleet chain answers for any request_rate, got "
+                             f"{p.sim_replicas}")
     for field in ("bf16_dense", "hbm_bandwidth"):
         if field not in p.gpu:
             raise ParameterError(f"gpu {p.gpu.key!r} has no {field} in the catalog")
@@ -313,4 +316,4 @@ def exercises(p, ch) -> dict:
             "ex3-saved": fmt(q(as_float(ch["n_r"], "node") - ck["index_row"]["nodes"], "node"))}
 
 
-SPEC = Spec("fleet-10k-rps", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)
+SPEC = Spec("fleet-10k-rps", PARAMETERS, RESULTS, compute, validate=validate)

@@ -28,6 +28,7 @@ from utils.verdicts import UNCHECKABLE, Claim
 SIMULATION = "the longest response of each group, drawn from the clipped log-normal's F^G (seeded)"
 SIM_PROMPTS = 64     # groups simulated per step at most: the estimate's precision, not the step's size, sets it
 SEEDS = 5            # seeds the simulation's spread is shown over (seed, seed + 1, ...)
+MAX_SIM_STEPS = 5000  # steps simulated at most: 320,000 groups a seed, within a second; the quadrature needs none
 
 PARAMETERS = (
     Param("model", "llama-3-70b", "the policy: a catalog key or config.json", check="model",
@@ -62,7 +63,6 @@ PARAMETERS = (
     *fraction_params(),
     *collectives.link_fraction_params(),
 )
-REFUSED = {name: "follows from model=; set model instead" for name in ("n_params", "kv_bytes_per_token")}
 
 RESULTS = (
     Result("samples_per_step", "sequence", "Responses per step, P x G", of="n_s"),
@@ -97,6 +97,10 @@ def validate(p) -> None:
     if p.median_response_tokens >= p.max_response_tokens:
         raise ParameterError(f"median_response_tokens={p.median_response_tokens:g} must be below "
                              f"max_response_tokens={p.max_response_tokens}")
+    if p.sim_steps > MAX_SIM_STEPS:
+        raise ParameterError(f"sim_steps must be at most {MAX_SIM_STEPS:,}: the simulation draws up to "
+                             f"{SIM_PROMPTS} groups a step one at a time and would run past a second; the quadrature "
+                             f"(expected_longest_of_group) is exact at any length, got {p.sim_steps}")
     if p.n_actor_gpus % p.actor_gpus_per_replica:
         raise ParameterError(f"n_actor_gpus={p.n_actor_gpus} is not a whole number of replicas of "
                              f"actor_gpus_per_replica={p.actor_gpus_per_replica}")
@@ -318,4 +322,4 @@ def exercises(p, ch: Chain) -> dict:
             "ex3-any": pct(1 - (1 - rollouts.cap_probability(*a)) ** p.samples_per_prompt)}
 
 
-SPEC = Spec("grpo-rollout-cost", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)
+SPEC = Spec("grpo-rollout-cost", PARAMETERS, RESULTS, compute, validate=validate)

@@ -47,6 +47,10 @@ MIX_SOURCE = ("this book's assumption: a chat turn of about a page in and half a
 MODELS_SOURCE = "counted from the catalog config by utils.models"
 MIN_BUDGET = 2048      # vLLM without chunking: max_num_batched_tokens = max(max_model_len, 2048)
 FRACTIONS = np.round(np.arange(0.2, 2.01, 0.1), 2)     # the sweep, as fractions of the saturation rate
+# The most work a reader's benchmarks may simulate, in the queue loop's steps (utils.serving.batching's `work`): about
+# twice the defaults' and what twice their requests need (the exercises), so a re-derivation ends within a second or two.
+WORK_BUDGET = 1_200_000
+MAX_REQUESTS = 10_000  # n_requests past which the page's benchmarks need more than WORK_BUDGET at any engine
 
 SIMULATION = "seeded queue benchmarks of one replica at each batch cap (utils.serving.batching)"
 
@@ -74,9 +78,6 @@ PARAMETERS = (
           source="this book's choice: forty requests beyond the p99 of the window"),
     Param("seed", 0, "seed of the workload's random draws", check="non_negative", source="this book's choice"),
 )
-REFUSED = {name: "the weights, layers and KV bytes per token all follow from model= (a catalog key or a "
-                 "config.json); set model instead, so no result mixes two architectures"
-           for name in ("n_params", "n_layers", "kv_bytes_per_token")}
 
 RESULTS = (
     Result("ttft_p", "s", "TTFT at the percentile, at the operating point", of="ttft_p"),
@@ -96,6 +97,15 @@ RESULTS = (
 def validate(p):
     if p.n_requests < 500:
         raise ParameterError(f"n_requests must be at least 500 for percentiles to mean anything, got {p.n_requests}")
+    if p.n_requests > MAX_REQUESTS:
+        raise ParameterError(f"n_requests must be at most {MAX_REQUESTS:,}: the page runs about thirty benchmarks of "
+                             f"that many requests, past its budget of {WORK_BUDGET:,} steps of simulation, got "
+                             f"{p.n_requests}")
+    heads = models._n(p.model, "n_heads", 0)
+    if heads and p.gpus_per_replica > heads:
+        raise ParameterError(f"gpus_per_replica must be at most {p.model.name}'s {heads} query heads: tensor "
+                             f"parallelism splits the heads, and past one a GPU there is nothing left to split, got "
+                             f"{p.gpus_per_replica}")
     ctx = int(p.model.q("max_context").m)
     if p.mean_prompt_tokens + p.mean_output_tokens > ctx:
         raise ParameterError(f"mean_prompt_tokens + mean_output_tokens = {p.mean_prompt_tokens + p.mean_output_tokens}"
@@ -216,12 +226,18 @@ def compute(p) -> Chain:
     """The closed forms, then the simulated benchmark: the operating point, the sweep, the maximum
     goodput rate (rows ttft_p ... G_peak)."""
     rep = replica(p, cite=functools.partial(SPEC.source, p))
+    rep.budget = WORK_BUDGET
     try:
         op = rep.at(p.arrival_rate)
+        bm = benchmark(rep)
     except batching.Overloaded:
         raise ParameterError(f"arrival_rate={p.arrival_rate!r} is so high that every request arrives within one "
                              "engine pass: raise n_requests or lower arrival_rate") from None
-    bm = benchmark(rep)
+    except batching.TooLong:
+        raise ParameterError(f"these inputs need more than {WORK_BUDGET:,} steps of queue simulation (about twice "
+                             "the defaults': small batches, or objectives met only at a small share of the "
+                             "saturation rate, where requests decode nearly alone), which would run past seconds: "
+                             "lower n_requests or raise max_batch") from None
     ch, how = rep.chain, f"utils.serving.batching: {fmt(p.n_requests)} seeded requests through the queue"
     for name, value, label in (
             ("ttft_50", q(op["ttft_50"], "s").to("ms"), "median TTFT at the operating point"),
@@ -561,4 +577,4 @@ def exercises(p, ch) -> dict:
             "ex3-verdict": "short of the objective" if ex3["attainment"] < 0.999 else "enough, this time"}
 
 
-SPEC = Spec("latency-slos-goodput", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)
+SPEC = Spec("latency-slos-goodput", PARAMETERS, RESULTS, compute, validate=validate)

@@ -44,6 +44,8 @@ RESULTS = (
 )
 
 DELTA = 1e-6
+MAX_VOCAB = 262_144        # 2^18: above every model in the catalog (256,000 at most); the row is sorted ten times
+MAX_SAMPLES = 1_000_000    # draws a seed, five times the default: ten seeds of them take about a second
 SEEDS = 10          # one seed's draws are one sample: the TV is also reported as its largest over this many
 
 
@@ -55,6 +57,14 @@ def validate(p):
         raise ParameterError(f"model {p.model.key!r} has no vocab_size in the catalog; set vocab instead")
     if vocab_of(p) < 2:
         raise ParameterError(f"vocab must be at least 2 tokens, got {vocab_of(p)}")
+    if vocab_of(p) > MAX_VOCAB:
+        raise ParameterError(f"vocab must be at most {MAX_VOCAB:,} tokens (above every model in the catalog; each of "
+                             f"the {SEEDS} seeded checks filters the whole row, which past it takes over a second), "
+                             f"got {vocab_of(p):,}")
+    if p.n_samples > MAX_SAMPLES:
+        raise ParameterError(f"n_samples must be at most {MAX_SAMPLES:,}: the check draws it on {SEEDS} seeds, and "
+                             f"past it that takes over a second (the TV bound shrinks only as its square root), got "
+                             f"{p.n_samples:,}")
 
 
 def vocab_of(p) -> int:

@@ -66,7 +66,6 @@ PARAMETERS = (
           source="this book's choice: the 99th percentile rests on twenty-odd requests"),
     Param("seed", 0, "seed of the workload's random draws", check="non_negative", source="this book's choice"),
 )
-REFUSED = dict(lsg.REFUSED)
 
 SUSPECTS = ("queueing", "long prompts", "KV preemption", "host stalls", "one bad replica")
 METRICS = {  # suspect: (the metric that tells it apart, where an operator reads it)
@@ -76,6 +75,9 @@ METRICS = {  # suspect: (the metric that tells it apart, where an operator reads
     "host stalls": ("GPU idle with requests in flight, share of time", "a timeline (Nsight, py-spy) of the engine loop"),
     "one bad replica": ("worst replica's tail over the median replica's", "the latency split by replica"),
 }
+# The most work the six runs may simulate, in the queue loop's steps (utils.serving.batching's `work`): about seven
+# times the defaults', within a second.
+WORK_BUDGET = 800_000
 ORDER = ("one bad replica", "queueing", "KV preemption", "long prompts", "host stalls")   # cheapest check first
 
 RESULTS = (
@@ -144,14 +146,19 @@ def scenarios(p, ch) -> dict:
     longp = prompt.copy()
     longp[rng.random(len(prompt)) < p.long_prompt_share] = p.long_prompt_tokens
     slow = dataclasses.replace(e, W=e.W * p.bad_replica_speed, P=e.P * p.bad_replica_speed)
+    left = [WORK_BUDGET]
+
+    def run(rate_, wl_, e_, faults=None):      # the six runs share the budget (TooLong past it)
+        r = batching.simulate_faulty(rate_, wl_, e_, faults or batching.Faults(), max_work=left[0])
+        left[0] -= r["work"]
+        return r
     runs = {
-        "healthy": batching.simulate_faulty(rate, wl, e),
-        "queueing": batching.simulate_faulty(p.saturated_load * lam, wl, e),
-        "long prompts": batching.simulate_faulty(rate, (unit, longp, output), e),
-        "KV preemption": batching.simulate_faulty(rate, wl, dataclasses.replace(e, cap=int(p.kv_budget_tokens)),
-                                                  batching.Faults(optimistic=True)),
-        "host stalls": batching.simulate_faulty(rate, wl, e, batching.Faults(p.stall_every_s, p.stall_s)),
-        "bad replica alone": batching.simulate_faulty(rate, wl, slow),
+        "healthy": run(rate, wl, e),
+        "queueing": run(p.saturated_load * lam, wl, e),
+        "long prompts": run(rate, (unit, longp, output), e),
+        "KV preemption": run(rate, wl, dataclasses.replace(e, cap=int(p.kv_budget_tokens)), batching.Faults(optimistic=True)),
+        "host stalls": run(rate, wl, e, batching.Faults(p.stall_every_s, p.stall_s)),
+        "bad replica alone": run(rate, wl, slow),
     }
     ms = {k: measure(r, p) for k, r in runs.items()}
     ms["queueing"]["busy"] = ms["queueing"]["throughput"] / as_float(ch["X_max"], "token/s")
@@ -195,7 +202,17 @@ def compute(p) -> Chain:
     ch.given("r_h", p.load, "healthy load: offered rate over the saturation rate", kind="assumption",
              source=SPEC.source(p, "load"))
     ch.step("lambda_h", "r_h*lambda_max", "request/s", "healthy offered rate")
-    ms = scenarios(p, ch)
+    try:
+        ms = scenarios(p, ch)
+    except batching.Overloaded:
+        raise ParameterError(f"bad_replica_speed={p.bad_replica_speed!r} (or saturated_load={p.saturated_load!r}) "
+                             "leaves a run in which every request arrives within one engine pass: no decode step "
+                             "to measure; raise the speed, or n_requests") from None
+    except batching.TooLong:
+        raise ParameterError(f"these inputs need more than {WORK_BUDGET:,} steps of queue simulation over the six "
+                             "runs (about seven times the defaults': a small batch cap, or a load so low that each "
+                             "request decodes alone), which would run past a second: raise max_batch or load, or "
+                             "lower n_requests") from None
     how = f"utils.serving.batching.simulate_faulty: {fmt(p.n_requests)} seeded requests per run"
     ms_ = lambda k, f: q(ms[k][f], "s").to("ms")   # noqa: E731
     for name, value, label in (
@@ -454,4 +471,4 @@ def core_source() -> str:
     return "\n    ...\n".join("\n".join(b) for b in parts)
 
 
-SPEC = Spec("tail-latency", PARAMETERS, RESULTS, compute, validate=validate, refused=REFUSED)
+SPEC = Spec("tail-latency", PARAMETERS, RESULTS, compute, validate=validate)

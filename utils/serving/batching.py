@@ -233,23 +233,28 @@ class QueueEngine:
     budget: int
 
 
-QUEUE_RESULT = ("arrival", "first", "finish", "output", "window", "tokens", "batch_time")
+QUEUE_RESULT = ("arrival", "first", "finish", "output", "window", "tokens", "batch_time", "work")
 
 
-def simulate_queue(rate: float, wl, e: QueueEngine) -> dict:
+def simulate_queue(rate: float, wl, e: QueueEngine, max_work: float = float("inf")) -> dict:
     """One replica, first come first served, no chunked prefill (vLLM V0's default). At each iteration,
     if the oldest waiting request can be admitted (a slot free and its whole cache within the KV
     budget), a prefill pass admits as many waiting requests in order as the caps and the pass's token
     budget allow, each getting its first token at the pass's end; otherwise one decode step runs for
     every running sequence. Returns arrival, first- and last-token times, the window and the tokens
-    counted at its ends, and the time-integral of the batch (Little's law)."""
+    counted at its ends, the time-integral of the batch (Little's law) and the run's work (see
+    simulate_faulty; past max_work it raises TooLong)."""
     # One loop serves both: simulate_faulty with no faults is this simulation exactly (tests/serving/test_batching.py).
-    r = simulate_faulty(rate, wl, e)
+    r = simulate_faulty(rate, wl, e, max_work=max_work)
     return {key: r[key] for key in QUEUE_RESULT}
 
 
 class Overloaded(ValueError):
     """Every request arrived within one engine pass: the benchmark window holds no decode step."""
+
+
+class TooLong(ValueError):
+    """A run reached its budget of work (a caller's bound on what a simulation may cost)."""
 
 
 def quantile(x, f: float) -> float:
@@ -289,11 +294,13 @@ class Replica:
         self.key, self.wl, self.engine = key, wl, engine
         self.slo, self.p, self.lam = (slo_ttft, slo_tpot), percentile, saturation
         self.tried: set[float] = set()
+        self.budget, self.work = float("inf"), 0.0   # work its new runs may do, all together (TooLong)
 
     def run(self, rate: float) -> dict:
         k = (self.key, float(rate))
         if k not in _RUNS:
-            _RUNS[k] = simulate_queue(float(rate), self.wl, self.engine)
+            _RUNS[k] = simulate_queue(float(rate), self.wl, self.engine, self.budget - self.work)
+            self.work += _RUNS[k]["work"]
         return _RUNS[k]
 
     def at(self, rate: float) -> dict:
@@ -378,12 +385,19 @@ class Faults:
     optimistic: bool = False
 
 
-def simulate_faulty(rate: float, wl, e: QueueEngine, faults: Faults = Faults()) -> dict:
+QUIET = 32     # decode steps in a row with nothing else to do, past which they run as arrays (_quiet_steps)
+QUIET_COST = 8     # about how many times cheaper a step is as arrays than in the loop
+RUN_COST = 16      # and what one run of them costs besides, in the loop's steps
+
+
+def simulate_faulty(rate: float, wl, e: QueueEngine, faults: Faults = Faults(),
+                    max_work: float = float("inf")) -> dict:
     """The replica's queue simulation (simulate_queue's admission, passes and bookkeeping; it calls this
     with no faults) with the hooks of `Faults`. Adds to simulate_queue's result: the gap before each
     decode step since the previous one, weighted by the sequences it served (the inter-token latency, ITL),
     the longest prefill pass, the preemptions, the time the GPU sat idle in host stalls with requests in the
-    replica, and the most KV tokens any decode step held."""
+    replica, the most KV tokens any decode step held, and the run's work in loop steps (its decode steps, those run as
+    arrays at 1/QUIET_COST each and RUN_COST a run of them: about what they cost; past max_work: TooLong)."""
     import numpy as np
     unit, prompt, output = wl
     n = len(unit)
@@ -399,7 +413,11 @@ def simulate_faulty(rate: float, wl, e: QueueEngine, faults: Faults = Faults()) 
     batch_time = 0.0
     marks, seen, tokens = (arr[int(n * WARMUP)], arr[-1]), [None, None], 0
     gaps, weights, t_dec, longest, preempted, idle, peak_kv = [], [], None, 0.0, 0, 0.0, 0
-    next_stall = every if every > 0 else float("inf")
+    chunks = []                                     # (gaps, weights) arrays of the steps before the lists' own
+    quiet = runs = 0                                # decode steps run as arrays, in how many runs
+    inf = float("inf")
+    next_mark, work_limit = marks[0], max_work       # the first unseen mark; D at which the work reaches max_work
+    next_stall = every if every > 0 else inf
     end_of, d0, running, redo = [0] * n, [0] * n, [], deque()    # only the optimistic scheduler uses these
     while done < n:
         while a < n and arr[a] <= t:
@@ -440,6 +458,20 @@ def simulate_faulty(rate: float, wl, e: QueueEngine, faults: Faults = Faults()) 
             tokens += j - w
             w = j
         elif B:
+            if D >= work_limit:
+                raise TooLong(f"past {max_work:,.0f} steps of work")
+            if not opt and ends[0][0] - D > QUIET:   # a long run of quiet steps first: see _quiet_steps
+                stop = min(next_stall, marks[0] if seen[0] is None else inf, marks[1] if seen[1] is None else inf,
+                           arr[w] if w == a < n and B < bmax and R + p[w] + o[w] <= cap else inf)
+                most = (stop - t) / max((wbytes + akv * S) / W, (kNa * B + att * S) / P)    # steps only lengthen
+                if most > QUIET:
+                    D_ = D
+                    peak_kv, batch_time, t, t_dec, D, S, tokens = _quiet_steps(
+                        D + int(min(most, ends[0][0] - 1 - D)), stop, B, S, D, t, t_dec, peak_kv,
+                        batch_time, tokens, gaps, weights, chunks, e)
+                    quiet += D - D_
+                    runs += 1
+                    work_limit = max_work + quiet * (1 - 1 / QUIET_COST) - runs * RUN_COST
             while opt and S + B > cap and B > 1:     # the step would overflow the KV: preempt the newest
                 i = running.pop()
                 S -= p[i] + D - d0[i]
@@ -447,8 +479,11 @@ def simulate_faulty(rate: float, wl, e: QueueEngine, faults: Faults = Faults()) 
                 end_of[i] = -1
                 redo.append((i, D - d0[i]))
                 preempted += 1
-            peak_kv = max(peak_kv, S + B)
-            dt = max((wbytes + akv * S) / W, (kNa * B + att * S) / P)
+            if S + B > peak_kv:
+                peak_kv = S + B
+            dt, dt_c = (wbytes + akv * S) / W, (kNa * B + att * S) / P     # max() of the two, inline (the hot loop)
+            if dt_c > dt:
+                dt = dt_c
             batch_time += B * dt
             t += dt
             gaps.append(t - (t_dec if t_dec is not None else t - dt))
@@ -479,12 +514,52 @@ def simulate_faulty(rate: float, wl, e: QueueEngine, faults: Faults = Faults()) 
             next_stall += every
         if B == 0:
             t_dec = None
-        for k in (0, 1):
-            if seen[k] is None and t >= marks[k]:
-                seen[k] = (tokens, t)
+        if t >= next_mark:
+            for k in (0, 1):
+                if seen[k] is None and t >= marks[k]:
+                    seen[k] = (tokens, t)
+            next_mark = marks[1] if seen[1] is None else inf
     return dict(arrival=np.array(arr), first=np.array(first), finish=np.array(finish), output=np.array(o),
-                window=marks, tokens=seen, batch_time=batch_time, itl=(np.array(gaps), np.array(weights)),
-                longest_pass=longest, preemptions=preempted, stall_idle=idle, peak_kv=peak_kv)
+                window=marks, tokens=seen, batch_time=batch_time, itl=_itl(chunks, gaps, weights),
+                longest_pass=longest, preemptions=preempted, stall_idle=idle, peak_kv=peak_kv,
+                work=D - quiet * (1 - 1 / QUIET_COST) + runs * RUN_COST)
+
+
+def _itl(chunks, gaps, weights):
+    """The run's (gap, weight) arrays: the quiet steps' chunks, then the loop's lists, in order."""
+    import numpy as np
+    if not chunks:
+        return np.array(gaps), np.array(weights)
+    chunks.append((np.array(gaps, dtype=float), np.array(weights, dtype=int)))
+    return tuple(np.concatenate(c) for c in zip(*chunks))
+
+
+def _quiet_steps(last_D, stop, B, S, D, t, t_dec, peak_kv, batch_time, tokens, gaps, weights, chunks, e):
+    """simulate_faulty's decode steps, with the fair scheduler, while nothing else can happen: no sequence
+    finishes (D stays at most last_D) and the clock stays below `stop` (the next stall, an unseen window mark,
+    or the next arrival when it could be admitted). The loop's own step as arrays: each step's time is the same
+    expression on the same numbers, and the clock and the batch's time integral are running sums in the same
+    order (np.add.accumulate adds one term at a time), so a run's results are the loop's to the last bit; a
+    request decoding alone for hundreds of steps costs one array pass. The step that crosses a line is left to
+    the loop."""
+    import numpy as np
+    s = S + B * np.arange(last_D - D)                          # cached tokens before each step
+    dt = np.maximum((e.wbytes + e.akv * s) / e.W, (e.kNa * B + e.att * s) / e.P)
+    clock = np.add.accumulate(np.concatenate(([t], dt)))[1:]
+    m = int(np.searchsorted(clock, stop))                      # steps that end before `stop`
+    if m == 0:
+        return peak_kv, batch_time, t, t_dec, D, S, tokens
+    dt, clock = dt[:m], clock[:m]
+    chunks.append((np.array(gaps, dtype=float), np.array(weights, dtype=int)))    # the loop's steps so far
+    gaps.clear()
+    weights.clear()
+    gap = np.empty(m)
+    gap[0] = clock[0] - (t_dec if t_dec is not None else clock[0] - dt[0])
+    gap[1:] = np.diff(clock)
+    chunks.append((gap, np.full(m, B)))
+    batch_time = float(np.add.accumulate(np.concatenate(([batch_time], B * dt)))[-1])
+    t = float(clock[-1])
+    return max(peak_kv, S + B * m), batch_time, t, t, D + m, S + B * m, tokens + B * m
 
 
 def weighted_quantile(x, w, f: float) -> float:

@@ -31,6 +31,7 @@ import heapq
 import random
 from collections import OrderedDict
 from dataclasses import dataclass
+from itertools import chain
 from typing import Iterable, Sequence
 
 __all__ = ["BlockHashCache", "RadixCache", "Request", "multi_turn_trace", "simulate", "block_hashes"]
@@ -431,7 +432,7 @@ def multi_turn_trace(*, n_conversations: int, turns: int, system_tokens: int, us
             user = fresh(user_tokens)
         else:
             user = fresh(user_tokens)
-        prompt = system + tuple(x for u, a in history for x in u + a) + user
+        prompt = system + tuple(chain.from_iterable(chain.from_iterable(history))) + user    # every earlier pair
         reply = fresh(reply_tokens)
         history.append((user, reply))
         out.append(Request(c, done, kind, prompt, reply))
