@@ -397,7 +397,6 @@ def derive_with_gaps(spec, p) -> tuple[dict, dict[str, str]]:
     (the results it answers, {left-out result: the one line naming the fields it needs}). With a complete
     model, or a catalog one, this is the chapter's own derivation and nothing is left out."""
     from utils.catalog.specfile import CatalogKeyError, MissingField, reader_name
-    from utils.params import left_out
 
     def run(inputs):
         if spec.validate is not None:
@@ -407,7 +406,7 @@ def derive_with_gaps(spec, p) -> tuple[dict, dict[str, str]]:
     name = next((k for k, v in p.items() if _reader(v)), None)
     if name is None:
         computed = spec.compute(p)
-        return spec.extract(computed), dict(left_out(computed))
+        return spec.extract(computed), dict(spec.left_out(computed))
     m = p[name]
     try:
         return run(p), {}

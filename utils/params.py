@@ -114,14 +114,6 @@ CHECKS = {
 MAX_ROWS = 1000      # a table's rows are looped over (DRF's loop, a usage history): bounded, so no input runs long
 
 
-def left_out(computed) -> dict[str, str]:
-    """{result name: the one line why} for the results a chapter's compute() has no value for at these inputs
-    (a detection time when nothing detects): its chain's data["left_out"]. They are left out of the results and
-    said, as a reader's model that lacks a field leaves out what needs it (utils.models.derive_with_gaps)."""
-    data = getattr(computed, "data", None)
-    return data.get("left_out", {}) if isinstance(data, dict) else {}
-
-
 @dataclass(frozen=True)
 class Column:
     """One column of a table parameter: `check` is "text" or one of the number CHECKS. The name "*" stands for
@@ -314,6 +306,11 @@ class Spec:
         self.compute = compute
         self.validate = validate
         self.refused = dict(refused or {})
+        # A model's own field set on its own becomes the model (_loose_model), so refusing it could never fire.
+        names = {p.name for p in self.parameters}
+        if sum(p.check == "model" for p in self.parameters) == 1 and (
+                dead := sorted(n for n in self.refused if n in LOOSE_NAMES and n not in names)):
+            raise ValueError(f"{slug}: refused= names {dead}, which a reader's model of loose fields takes; drop them")
 
     def defaults(self) -> dict[str, object]:
         return {p.name: p.default for p in self.parameters}
@@ -369,10 +366,18 @@ class Spec:
         same = (getattr(value, "key", None) == param.default) if param.is_key else value == param.check_value(param.default)
         return param.source if same else "parameters cell"
 
+    @staticmethod
+    def left_out(computed) -> dict[str, str]:
+        """{result name: the one line why} for the results a chapter's compute() has no value for at these inputs
+        (a detection time when nothing detects): its chain's data["left_out"]. They are left out of the results
+        and said, as a reader's model that lacks a field leaves out what needs it (utils.models.derive_with_gaps)."""
+        data = getattr(computed, "data", None)
+        return data.get("left_out", {}) if isinstance(data, dict) else {}
+
     def extract(self, computed) -> dict:
         """The headline results from compute()'s output, each converted to its Result unit; those it left out
         (left_out) are absent."""
-        out, gaps = {}, left_out(computed)
+        out, gaps = {}, self.left_out(computed)
         for r in self.results:
             if r.name in gaps:
                 continue

@@ -90,9 +90,9 @@ class Page:
     def results(self, computed) -> dict:
         """Publish every Result of this chapter's chain module from compute()'s output, in order."""
         from utils import chains
-        from utils.params import left_out
+        gaps = chains.spec(self.slug).left_out(computed)
         for r in chains.results(self.slug):
-            if r.name in left_out(computed):         # no value at these inputs: the chain says why
+            if r.name in gaps:         # no value at these inputs: the chain says why
                 continue
             self.publish(r.name, computed[r.key], r.unit, label=r.label, percent=r.percent, digits=r.digits)
         return chains.extract(self.slug, computed)

@@ -66,6 +66,13 @@ def test_mixing_a_model_and_its_fields_is_refused():
         chains.check("six-nd", model="llama-3-8b", n_params=405e9)
 
 
+
+def test_a_chapter_cannot_refuse_a_field_the_loose_model_takes():
+    """A refusal of n_params beside one model parameter could never fire: the field becomes the model first."""
+    spec = chains.spec("six-nd")
+    with pytest.raises(ValueError, match="n_params"):
+        type(spec)(spec.slug, spec.parameters, spec.results, spec.compute, refused={"n_params": "set model="})
+
 @pytest.mark.parametrize("values, message", [
     (dict(n_params=-1), "n_params must be a finite number > 0"),
     (dict(n_params=10 ** 400), "n_params must be a finite number > 0"),
