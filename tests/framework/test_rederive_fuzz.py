@@ -140,13 +140,6 @@ def bounded_memory(extra: int):
         resource.setrlimit(resource.RLIMIT_AS, before)
 
 
-# Chapter failures the checks do not bound yet, {(slug, parameter): why}: that parameter's extremes are left out
-# (its bad values still run), and the chapter's test is marked xfail after every other case has passed.
-_SIZE = "a simulation sized by this input allocates gigabytes or runs past the case's time at large values"
-KNOWN: dict[tuple[str, str], str] = {
-}
-
-
 @pytest.fixture(scope="module")
 def binary_file(tmp_path_factory) -> str:
     path = tmp_path_factory.mktemp("fuzz") / "model.json"
@@ -157,8 +150,7 @@ def binary_file(tmp_path_factory) -> str:
 @pytest.mark.parametrize("slug", chains.slugs())
 def test_every_case_exits_with_finite_results_of_the_right_sign_or_one_line(slug, binary_file):
     chains.module(slug)                               # its import is not a case's time
-    todo = [(name, text) for _, name, text in cases(binary_file, slug)
-            if (slug, name) not in KNOWN or text in NOT_NUMBERS + NOT_KEYS + NOT_TABLES]
+    todo = [(name, text) for _, name, text in cases(binary_file, slug)]
     previous = signal.signal(signal.SIGPROF, _overtime)
     failures = []
     try:
@@ -170,5 +162,3 @@ def test_every_case_exits_with_finite_results_of_the_right_sign_or_one_line(slug
     finally:
         signal.signal(signal.SIGPROF, previous)
     assert todo and not failures, f"{len(failures)} of {len(todo)} cases:\n" + "\n".join(failures)
-    if known := {name: why for (s, name), why in KNOWN.items() if s == slug}:
-        pytest.xfail("; ".join(f"{name}: {why}" for name, why in known.items()))
