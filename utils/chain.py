@@ -144,10 +144,10 @@ class Chain:
         (utils.display.math_pieces), so no formula hides its end behind a scroll bar."""
         import sympy as sp
 
-        from utils.display import FRACTION_CHARS, math_pieces, seen_width
+        from utils.display import LINE_CHARS, math_pieces, seen_width
 
         def after(head: str, pieces: list[str]) -> list[str]:   # "x =" on the first piece's line if both fit
-            return [f"{head} {pieces[0]}", *pieces[1:]] if seen_width(head + pieces[0]) <= FRACTION_CHARS else [head, *pieces]
+            return [f"{head} {pieces[0]}", *pieces[1:]] if seen_width(head + pieces[0]) <= LINE_CHARS else [head, *pieces]
         digits = {r.name: r.digits for r in self.rows}
         names = {s: r"\text{" + fmt(self._values[s.name], digits=digits[s.name]) + "}"
                  for s in row.formula.free_symbols if s.name in digits}

@@ -37,18 +37,22 @@ def source_of(obj, *, start: str | None = None, stop: str | None = None) -> str:
 # A formula longer than this (in characters a reader sees) is cut at its top-level operators, so a table cell
 # wraps it over several lines instead of hiding its end behind a scroll bar (MathJax 3 breaks no lines itself).
 WRAP_CHARS = 24
+LINE_CHARS = 30               # about what one line of a chain table's "how" cell holds at 1400 px
 FRACTION_CHARS = 34           # a fraction stays a fraction while each half is at most this wide
 
 
-def seen_width(latex: str) -> int:
-    """About how many characters wide `latex` renders: its text less commands and braces; a fraction counts
-    as its wider half."""
+def seen_width(latex: str) -> float:
+    """About how wide `latex` renders, in characters of body text: a named function (max, log) as its name,
+    an operator with its spacing as two, any other command as one, a fraction (set smaller inline) as three
+    quarters of its wider half."""
     import re
     while (m := re.search(r"\\frac\{", latex)):
         num, i = _group(latex, m.end() - 1)
         den, j = _group(latex, i)
-        latex = latex[:m.start()] + ("x" * max(seen_width(num), seen_width(den))) + latex[j:]
+        latex = latex[:m.start()] + ("x" * round(0.75 * max(seen_width(num), seen_width(den)))) + latex[j:]
     latex = re.sub(r"\\(?:left|right|text|mathrm|operatorname)\b", "", latex)
+    latex = re.sub(r"\\(max|min|log|exp|sin|cos)\b", r"\1", latex)
+    latex = re.sub(r"\\times\b|[=+,]|(?<=\S) - ", "xx", latex)
     latex = re.sub(r"\\[a-zA-Z]+", "x", latex)
     return len(re.sub(r"[{}\s^_]", "", latex))
 

@@ -137,8 +137,9 @@ def _engineering(magnitude: float, unit_text: str, digits: int) -> str | None:
     return None
 
 
-# A number in scientific form and the unit after it ('1.71e7 W'); not a piece of a hash or a word ('001712e9d').
-SCIENTIFIC = re.compile(r"(?<![\w.])(-?\d+(?:\.\d+)?e[+-]?\d+)(?![\w.])(?:\s+([^\s,;)]+))?")
+# A number in scientific form and the unit after it ('1.71e7 W'); not a piece of a word or a commit hash
+# ('001712e9': no number is printed with a leading zero).
+SCIENTIFIC = re.compile(r"(?<![\w.])(-?(?:0|[1-9]\d*)(?:\.\d+)?e[+-]?\d+)(?![\w.])(?:\s+([^\s,;)]+))?")
 
 
 def prefix_serves(text: str) -> bool:

@@ -54,7 +54,7 @@ def test_long_formulas_are_cut_into_pieces_the_cell_wraps_between():
     """A formula too wide for the "how" cell is set as several inline maths, each within the width a cell
     shows, which read as the formula side by side: a sum at its terms, a product at its factors, max() at
     its arguments, a fraction with a wide half as (a)/(b)."""
-    from utils.display import FRACTION_CHARS, math_pieces, seen_width
+    from utils.display import LINE_CHARS, math_pieces, seen_width
     ch = six_nd()
     for name in "abcdefgh":
         ch.given(name, q(1.5e9, "B"), f"size {name}")
@@ -63,7 +63,7 @@ def test_long_formulas_are_cut_into_pieces_the_cell_wraps_between():
     md = ch._repr_markdown_()
     cells = [line.split(" | ")[-1] for line in md.splitlines() if line.startswith(("| $M$", "| $F$"))]
     pieces = [p for cell in cells for p in cell.split("$")[1::2]]
-    assert len(pieces) > 12 and max(map(seen_width, pieces)) <= FRACTION_CHARS
+    assert len(pieces) > 12 and max(map(seen_width, pieces)) <= LINE_CHARS
     assert r"\max(" in md and r"\times (" in md and "/ " in md
     a, b, c = sp.symbols("a b c")
     assert math_pieces(a + b) == ["a + b"]                      # a short formula stays one piece
