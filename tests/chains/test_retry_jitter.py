@@ -25,7 +25,8 @@ def test_chapter_results_and_the_closed_form():
 
 
 @pytest.mark.parametrize("name, value", [("n_clients", 0), ("base", -1.0), ("cap", 0.5), ("max_attempts", 1),
-                                         ("bin_s", 2.0), ("ratio_cap", 1.0), ("seed", -1), ("client_tokens", 0.5)])
+                                         ("bin_s", 2.0), ("bin_s", 1e-4), ("ratio_cap", 1.0), ("seed", -1),
+                                         ("client_tokens", 0.5)])
 def test_chapter_bad_input_is_refused_with_its_name(name, value):
     from utils import chains
     from utils.params import ParameterError

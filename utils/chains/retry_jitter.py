@@ -62,6 +62,9 @@ LABELS = {"constant": "constant interval", "exponential": "exponential", "equal_
           "full_jitter": "full jitter", "decorrelated": "decorrelated jitter"}
 
 
+MAX_BINS = 100_000      # bins of the horizon (the defaults count a few hundred): past it a re-derivation runs seconds
+
+
 def validate(p):
     for name in ("n_clients", "max_attempts", "seed"):
         if float(p[name]) != int(p[name]):
@@ -74,8 +77,9 @@ def validate(p):
         raise ParameterError(f"cap must be >= base ({p.base:g} s), got {p.cap!r}")
     if p.bin_s > p.base:
         raise ParameterError(f"bin_s must be at most base ({p.base:g} s), or one bin holds a whole wave; got {p.bin_s!r}")
-    if horizon(p.base, p.cap, p.max_attempts, p.outage) / p.bin_s > 2e6:
-        raise ParameterError(f"bin_s is too small for the horizon: over two million bins, got {p.bin_s!r}")
+    if horizon(p.base, p.cap, p.max_attempts, p.outage) / p.bin_s > MAX_BINS:
+        raise ParameterError(f"bin_s is too small for the horizon: over {MAX_BINS:,} bins (the expected arrivals are "
+                             f"convolved on a grid of twenty steps a bin, past a second), got {p.bin_s!r}")
     if p.client_tokens < 1:
         raise ParameterError(f"client_tokens must be >= 1 (a retry costs one), got {p.client_tokens!r}")
 
