@@ -136,7 +136,8 @@ def chain_of(rs: dict, st: dict, n_gpus, tau, aging, *, source="parameters cell"
 def compute(p) -> Chain:
     rs = runs(p.n_gpus, p.n_jobs, p.load, p.mean_work_hours, p.checkpoint_hours, p.aging_per_hour, p.seed)
     if not all(r.lost_gpu_hours for r in rs.values()) or not rs["checkpoint"].evicted_gpus:
-        raise ParameterError(f"{p.n_jobs:,} jobs at load {fmt(p.load)} on {p.n_gpus:,} GPUs leave a victim rule no "
+        jobs = f"{p.n_jobs:,} job{'s' if p.n_jobs != 1 else ''}"
+        raise ParameterError(f"with {jobs} at load {fmt(p.load)} on {p.n_gpus:,} GPUs, no victim rule has "
                              f"work to lose (the cluster never fills), so the rules cannot be compared: raise n_jobs "
                              f"or load, or lower n_gpus")
     st = starvation(p.starve_gpus, p.starve_load, p.starve_hours, p.aging_per_hour, p.seed, p.checkpoint_hours)
