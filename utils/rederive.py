@@ -409,7 +409,13 @@ def _executed(slug: str, values: dict[str, str], sets: list[str], html: str | No
         note = (f"Re-derived with python -m utils.rederive {slug} " + " ".join(f"--set {s}" for s in sets)).strip()
         Path(html).write_text(render(nb, slug, note))
     _refuse_non_finite(slug, records)
-    return {"chapter": slug, "parameters": {**chains.defaults(slug), **chosen}, "results": records}
+    out = {"chapter": slug, "parameters": {**chains.defaults(slug), **chosen}, "results": records}
+    if missing := [r.name for r in chains.results(slug) if r.name not in records]:
+        # A result the page published no value for at these inputs (no alert fires, so no detection time): say
+        # why, as the fast path does, from the chain module's own left-out lines.
+        gaps = chains.spec(slug).derive_with_gaps(chains.check(slug, **chosen))[1]
+        out["left_out"] = {k: gaps.get(k, f"{k}: the page published no value at these inputs") for k in missing}
+    return out
 
 
 def _listing(slug: str | None = None) -> str:

@@ -182,3 +182,20 @@ def test_the_page_keeps_every_exercise_with_its_answer_folded(slug):
     assert len(folded) == answers and all("<p>" in a for a in folded), "an answer lost or empty"
     assert len(re.findall(r"<p><strong>", re.sub(r"<details>.*?</details>", "", html, flags=re.S))) == exercises
     assert not re.search(r"\{(?:glue|term|ref|numref|cite)[^}]*\}`", page), "a MyST role left raw"
+
+
+def test_the_page_s_run_names_the_results_it_left_out(monkeypatch):
+    """--notebook at an incident no alert rule pages: the page publishes no detection time, and the payload says why,
+    in the chain module's own line, as the fast path does (the executed page itself is stubbed: its records are
+    the fast path's own, less the results it leaves out)."""
+    import utils.rederive as R
+    from utils import chains
+    sets = {"incident_bad_share": "0.0005", "baseline_bad_share": "0"}
+    fast = R.payload("slo-error-budgets", sets)
+    assert fast["left_out"], "this incident should leave the alert's results out"
+    published = {k: dict(v, label=k) for k, v in fast["results"].items()}
+    monkeypatch.setattr(R, "execute", lambda slug, chosen: None)
+    monkeypatch.setattr("utils.results.read_outputs", lambda nb: (published, {}))
+    page = R._executed("slo-error-budgets", sets, [], None)
+    assert page["results"] == fast["results"] and page["left_out"] == fast["left_out"]
+    assert set(page["left_out"]) == {r.name for r in chains.results("slo-error-budgets")} - set(page["results"])
