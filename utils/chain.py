@@ -148,18 +148,17 @@ class Chain:
 
         def after(head: str, pieces: list[str]) -> list[str]:   # "x =" on the first piece's line if both fit
             return [f"{head} {pieces[0]}", *pieces[1:]] if seen_width(head + pieces[0]) <= LINE_CHARS else [head, *pieces]
+        expr, symbol = row.formula, sp.latex(row.symbol)     # the formula parsed once (sympify is not cached)
         digits = {r.name: r.digits for r in self.rows}
         names = {s: r"\text{" + fmt(self._values[s.name], digits=digits[s.name]) + "}"
-                 for s in row.formula.free_symbols if s.name in digits}
-        symbol = sp.latex(row.symbol)
-        formula = after(f"{symbol} =", math_pieces(row.formula, order="none"))
+                 for s in expr.free_symbols if s.name in digits}
+        solution = math_pieces(expr, order="none")
+        formula = after(f"{symbol} =", solution)
         if row.solved:
             eq = row.equation
             lhs, rhs = math_pieces(eq.lhs, order="none"), math_pieces(eq.rhs, order="none")
-            formula = [*lhs[:-1], *after(f"{lhs[-1]} =", rhs), *after(rf"\;\Rightarrow\; {symbol} =",
-                                                                           math_pieces(row.formula, order="none"))]
-        numbers = math_pieces(row.formula, symbol_names=names, order="none", mul_symbol="times")
-        numbers = after("=", numbers)
+            formula = [*lhs[:-1], *after(f"{lhs[-1]} =", rhs), *after(rf"\;\Rightarrow\; {symbol} =", solution)]
+        numbers = after("=", math_pieces(expr, symbol_names=names, order="none", mul_symbol="times"))
         return " ".join(f"${p}$" for p in formula) + "<br>" + " ".join(f"${p}$" for p in numbers)
 
     def _repr_markdown_(self) -> str:

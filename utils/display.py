@@ -104,9 +104,11 @@ def math_pieces(expr, width: int = WRAP_CHARS, **settings) -> list[str]:
     if expr.is_Pow:                               # a wide base: (its pieces), the exponent on the last one
         base, exponent = expr.as_base_exp()
         parts = math_pieces(base, width, **settings)
-        if len(parts) > 1:
-            return ["(" + parts[0], *parts[1:-1], parts[-1] + ")^{" + sp.latex(exponent, **settings) + "}"]
-        return [latex]
+        if len(parts) == 1:
+            return [latex]
+        parts = _wrapped(parts)
+        parts[-1] += "^{" + sp.latex(exponent, **settings) + "}"
+        return parts
     brackets = {sp.Max: (r"\max(", ")"), sp.Min: (r"\min(", ")"), sp.ceiling: (r"\lceil ", r" \rceil"),
                 sp.floor: (r"\lfloor ", r" \rfloor")}
     if expr.func in brackets:

@@ -177,7 +177,7 @@ def pct(fraction, digits: int = 3) -> str:
 def short(x, digits: int = 3) -> str:
     """A count the way the field says it, without its unit: 70B, 15.6T, 8.19k (prose adds the noun)."""
     v = float(x.magnitude) if isinstance(x, pint.Quantity) else float(x)
-    for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
+    for scale, suffix in _SUFFIXES:
         if abs(v) >= scale:
             text = _plain(v / scale, digits)
             return (text.rstrip("0").rstrip(".") if "." in text else text) + suffix

@@ -16,8 +16,11 @@ on stderr, or exit 2 with one line; and each that takes over a second.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import math
+import signal
 import statistics
 import subprocess
 import sys
@@ -75,10 +78,6 @@ def _alarm(signum, frame):
 def _edge_case(slug: str, name: str, value, ranges: dict) -> str | None:
     """What is wrong with re-deriving `slug` at name=value, or None. In process (a subprocess a case would cost
     the sweep most of its time in imports), through the command's own `main`, stopped by an alarm if it hangs."""
-    import contextlib
-    import io
-    import signal
-
     from utils.rederive import main as rederive
     out, err = io.StringIO(), io.StringIO()
     previous = signal.signal(signal.SIGALRM, _alarm)
