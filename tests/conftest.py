@@ -27,3 +27,17 @@ def _seeded_random(request):
     import numpy as np
     np.random.seed(seed)
     yield
+
+
+def pytest_collection_finish(session):
+    """Everything collection imported (sympy, pint, numpy, torch, the chain library) lives to the end of the
+    run: freeze it out of the collector's reach, so the automatic collections a long run triggers walk only
+    what the tests themselves create, not the whole heap each time."""
+    import gc
+    gc.collect()
+    gc.freeze()
+
+
+def pytest_sessionfinish(session):
+    import gc
+    gc.unfreeze()     # so the interpreter's exit frees them as usual (native extensions count leaks otherwise)
