@@ -245,7 +245,7 @@ def simulate_queue(rate: float, wl, e: QueueEngine, max_work: float = float("inf
     counted at its ends, the time-integral of the batch (Little's law) and the run's work (see
     simulate_faulty; past max_work it raises TooLong)."""
     # One loop serves both: simulate_faulty with no faults is this simulation exactly (tests/serving/test_batching.py).
-    r = simulate_faulty(rate, wl, e, max_work=max_work)
+    r = simulate_faulty(rate, wl, e, max_work=max_work, itl=False)
     return {key: r[key] for key in QUEUE_RESULT}
 
 
@@ -391,17 +391,20 @@ RUN_COST = 16      # and what one run of them costs besides, in the loop's steps
 
 
 def simulate_faulty(rate: float, wl, e: QueueEngine, faults: Faults = Faults(),
-                    max_work: float = float("inf")) -> dict:
+                    max_work: float = float("inf"), itl: bool = True) -> dict:
     """The replica's queue simulation (simulate_queue's admission, passes and bookkeeping; it calls this
     with no faults) with the hooks of `Faults`. Adds to simulate_queue's result: the gap before each
     decode step since the previous one, weighted by the sequences it served (the inter-token latency, ITL),
     the longest prefill pass, the preemptions, the time the GPU sat idle in host stalls with requests in the
     replica, the most KV tokens any decode step held, and the run's work in loop steps (its decode steps, those run as
-    arrays at 1/QUIET_COST each and RUN_COST a run of them: about what they cost; past max_work: TooLong)."""
+    arrays at 1/QUIET_COST each and RUN_COST a run of them: about what they cost; past max_work: TooLong).
+    itl=False leaves the gaps unrecorded (itl None): simulate_queue's callers read none, and a run is faster."""
     import numpy as np
     unit, prompt, output = wl
     n = len(unit)
     arr, p, o = (unit / rate).tolist(), prompt.tolist(), output.tolist()
+    po = (prompt + output).tolist()                 # a request's whole cache, in tokens
+    pf = (e.kNa * prompt + e.att * prompt * (prompt + 1) / 2).tolist()    # its prefill FLOPs (the loop's expression)
     wbytes, akv, W, P, kNa, att = e.wbytes, e.akv, e.W, e.P, e.kNa, e.att
     cap, bmax, budget = e.cap, e.bmax, e.budget
     every, stall, opt = float(faults.stall_every), float(faults.stall_s), bool(faults.optimistic)
@@ -418,6 +421,8 @@ def simulate_faulty(rate: float, wl, e: QueueEngine, faults: Faults = Faults(),
     inf = float("inf")
     next_mark, work_limit = marks[0], max_work       # the first unseen mark; D at which the work reaches max_work
     next_stall = every if every > 0 else inf
+    no_quiet_before = 0.0      # a clock before which the quiet check says no again, unless a sequence joins or leaves
+    heappush, heappop = heapq.heappush, heapq.heappop
     end_of, d0, running, redo = [0] * n, [0] * n, [], deque()    # only the optimistic scheduler uses these
     while done < n:
         while a < n and arr[a] <= t:
@@ -434,33 +439,38 @@ def simulate_faulty(rate: float, wl, e: QueueEngine, faults: Faults = Faults(),
             d0[i], end_of[i] = D - k, D - k + o[i] - 1
             running.append(i)
             heapq.heappush(ends, (end_of[i], i))
-        elif not (opt and redo) and w < a and B < bmax and (S + p[w] <= cap if opt else R + p[w] + o[w] <= cap):
+            no_quiet_before = 0.0
+        elif not (opt and redo) and w < a and B < bmax and (S + p[w] <= cap if opt else R + po[w] <= cap):
             j, pass_tokens, flops = w, 0, 0.0
             while (j < a and B + j - w < bmax
-                   and (S + pass_tokens + p[j] <= cap if opt else R + p[j] + o[j] <= cap)
+                   and (S + pass_tokens + p[j] <= cap if opt else R + po[j] <= cap)
                    and (j == w or pass_tokens + p[j] <= budget)):
-                R += p[j] + o[j]
+                R += po[j]
                 pass_tokens += p[j]
-                flops += kNa * p[j] + att * p[j] * (p[j] + 1) / 2
+                flops += pf[j]
                 j += 1
-            dt = max(flops / P, (wbytes + akv * pass_tokens) / W)
-            longest = max(longest, dt)
+            dt, dt_m = flops / P, (wbytes + akv * pass_tokens) / W     # max() of the two, inline (a pass a request)
+            if dt_m > dt:
+                dt = dt_m
+            if dt > longest:
+                longest = dt
             batch_time += B * dt
             t += dt
             for i in range(w, j):
                 first[i] = t
-                S += p[i]
-                B += 1
                 d0[i], end_of[i] = D, D + o[i] - 1
-                heapq.heappush(ends, (end_of[i], i))
-                if opt:
-                    running.append(i)
+                heappush(ends, (end_of[i], i))
+            if opt:
+                running.extend(range(w, j))
+            S += pass_tokens
+            B += j - w
             tokens += j - w
             w = j
+            no_quiet_before = 0.0
         elif B:
             if D >= work_limit:
                 raise TooLong(f"past {max_work:,.0f} steps of work")
-            if not opt and ends[0][0] - D > QUIET:   # a long run of quiet steps first: see _quiet_steps
+            if not opt and t >= no_quiet_before and ends[0][0] - D > QUIET:   # a run of quiet steps: _quiet_steps
                 stop = min(next_stall, marks[0] if seen[0] is None else inf, marks[1] if seen[1] is None else inf,
                            arr[w] if w == a < n and B < bmax and R + p[w] + o[w] <= cap else inf)
                 most = (stop - t) / max((wbytes + akv * S) / W, (kNa * B + att * S) / P)    # steps only lengthen
@@ -468,10 +478,12 @@ def simulate_faulty(rate: float, wl, e: QueueEngine, faults: Faults = Faults(),
                     D_ = D
                     peak_kv, batch_time, t, t_dec, D, S, tokens = _quiet_steps(
                         D + int(min(most, ends[0][0] - 1 - D)), stop, B, S, D, t, t_dec, peak_kv,
-                        batch_time, tokens, gaps, weights, chunks, e)
+                        batch_time, tokens, gaps, weights, chunks if itl else None, e)
                     quiet += D - D_
                     runs += 1
                     work_limit = max_work + quiet * (1 - 1 / QUIET_COST) - runs * RUN_COST
+                else:          # and says so until `stop` (steps only lengthen), or until the batch changes
+                    no_quiet_before = stop
             while opt and S + B > cap and B > 1:     # the step would overflow the KV: preempt the newest
                 i = running.pop()
                 S -= p[i] + D - d0[i]
@@ -486,17 +498,19 @@ def simulate_faulty(rate: float, wl, e: QueueEngine, faults: Faults = Faults(),
                 dt = dt_c
             batch_time += B * dt
             t += dt
-            gaps.append(t - (t_dec if t_dec is not None else t - dt))
-            weights.append(B)
+            if itl:
+                gaps.append(t - (t_dec if t_dec is not None else t - dt))
+                weights.append(B)
             t_dec = t
             D += 1
             S += B
             tokens += B
             while ends and ends[0][0] <= D:
-                d, i = heapq.heappop(ends)
+                d, i = heappop(ends)
                 if d != end_of[i]:
                     continue                        # a preempted sequence's old end (a later one is queued)
                 finish[i] = t
+                no_quiet_before = 0.0
                 B -= 1
                 S -= p[i] + o[i] - 1
                 R -= p[i] + o[i]
@@ -520,7 +534,7 @@ def simulate_faulty(rate: float, wl, e: QueueEngine, faults: Faults = Faults(),
                     seen[k] = (tokens, t)
             next_mark = marks[1] if seen[1] is None else inf
     return dict(arrival=np.array(arr), first=np.array(first), finish=np.array(finish), output=np.array(o),
-                window=marks, tokens=seen, batch_time=batch_time, itl=_itl(chunks, gaps, weights),
+                window=marks, tokens=seen, batch_time=batch_time, itl=_itl(chunks, gaps, weights) if itl else None,
                 longest_pass=longest, preemptions=preempted, stall_idle=idle, peak_kv=peak_kv,
                 work=D - quiet * (1 - 1 / QUIET_COST) + runs * RUN_COST)
 
@@ -545,19 +559,25 @@ def _quiet_steps(last_D, stop, B, S, D, t, t_dec, peak_kv, batch_time, tokens, g
     import numpy as np
     s = S + B * np.arange(last_D - D)                          # cached tokens before each step
     dt = np.maximum((e.wbytes + e.akv * s) / e.W, (e.kNa * B + e.att * s) / e.P)
-    clock = np.add.accumulate(np.concatenate(([t], dt)))[1:]
+    first = dt[0]
+    dt[0] += t                                                 # t + dt[0], then one step at a time: the clock
+    clock = np.add.accumulate(dt)
+    dt[0] = first
     m = int(np.searchsorted(clock, stop))                      # steps that end before `stop`
     if m == 0:
         return peak_kv, batch_time, t, t_dec, D, S, tokens
     dt, clock = dt[:m], clock[:m]
-    chunks.append((np.array(gaps, dtype=float), np.array(weights, dtype=int)))    # the loop's steps so far
-    gaps.clear()
-    weights.clear()
-    gap = np.empty(m)
-    gap[0] = clock[0] - (t_dec if t_dec is not None else clock[0] - dt[0])
-    gap[1:] = np.diff(clock)
-    chunks.append((gap, np.full(m, B)))
-    batch_time = float(np.add.accumulate(np.concatenate(([batch_time], B * dt)))[-1])
+    if chunks is not None:                                     # the gaps, where the run records them (itl)
+        chunks.append((np.array(gaps, dtype=float), np.array(weights, dtype=int)))    # the loop's steps so far
+        gaps.clear()
+        weights.clear()
+        gap = np.empty(m)
+        gap[0] = clock[0] - (t_dec if t_dec is not None else clock[0] - dt[0])
+        gap[1:] = np.diff(clock)
+        chunks.append((gap, np.full(m, B)))
+    area = B * dt
+    area[0] += batch_time
+    batch_time = float(np.add.accumulate(area)[-1])
     t = float(clock[-1])
     return max(peak_kv, S + B * m), batch_time, t, t, D + m, S + B * m, tokens + B * m
 
