@@ -40,9 +40,9 @@ $(VENV)/.test: $(VENV)/.book
 # and utils/tools/browser_bundle.py copies it, pint's pinned wheels and the book's Python into _static/rederive,
 # with the bytecode of what every first use loads, compiled by Pyodide's own interpreter under node (npm's node).
 # Without npm (or the registry) it says so in one line and the pages keep their static numbers.
-RUNTIME = if ! command -v npm >/dev/null; then echo "npm is not installed: the pages keep their static numbers"; \
-	elif ! npm ci --no-audit --no-fund --loglevel=error; then echo "npm ci failed: the pages keep their static numbers"; fi; \
-	$(PY) -m utils.tools.browser_bundle
+NPM_CI = if ! command -v npm >/dev/null; then echo "npm is not installed: the pages keep their static numbers"; \
+	elif ! npm ci --no-audit --no-fund --loglevel=error; then echo "npm ci failed: the pages keep their static numbers"; fi
+RUNTIME = $(NPM_CI); $(PY) -m utils.tools.browser_bundle
 
 book: $(VENV)/.book
 	$(JB) build . --builder html
@@ -67,10 +67,23 @@ lint: $(VENV)/.test
 	$(VENV)/bin/ruff check utils tests chapters book
 
 # One pytest run for the tests and nbval's notebooks, so both cores stay busy to the end (two runs each left a
-# core idle while their last module finished).
-test: $(VENV)/.test lint book-strict
-	$(PY) -m pytest -n 2 --dist loadscope --nbval --nbval-current-env \
-	    --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider tests $(CHAPTERS) $(GENERATED)
+# core idle while their last module finished). The strict build (book-strict's two commands) runs beside it, not
+# before it: alone it keeps one core busy for most of a minute. It writes its exit status to BUILD_STATUS when it
+# ends; the tests that need the site wait for that file (tests/book/site_browser.py), and a failed build fails the
+# target after pytest, with its log. npm ci comes first: the runtime's tests look for node_modules as they load.
+BUILD_LOG := _build/book-strict.log
+BUILD_STATUS := _build/book-strict.status
+test: $(VENV)/.test lint
+	@$(NPM_CI)
+	@mkdir -p _build && rm -f $(BUILD_STATUS) $(BUILD_STATUS).part
+	@( set +e; $(JB) build . --builder html -W -n --keep-going > $(BUILD_LOG) 2>&1 \
+	    && $(PY) -m utils.tools.browser_bundle >> $(BUILD_LOG) 2>&1; \
+	    echo $$? > $(BUILD_STATUS).part; mv $(BUILD_STATUS).part $(BUILD_STATUS) ) & \
+	rc=0; BOOK_BUILD_STATUS=$(BUILD_STATUS) $(PY) -m pytest -n 2 --dist loadscope --nbval --nbval-current-env \
+	    --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider tests $(CHAPTERS) $(GENERATED) || rc=$$?; \
+	wait; \
+	if [ "$$(cat $(BUILD_STATUS))" != 0 ]; then cat $(BUILD_LOG); echo "make test: the strict book build failed"; exit 1; fi; \
+	echo "make test: the strict book build passed ($(BUILD_LOG))"; exit $$rc
 
 notebooks: $(VENV)/.test
 	$(PY) -m utils.tools.execute $(CHAPTERS) $(GENERATED)

@@ -1,6 +1,7 @@
 """Shared helpers for the book-level tests: the toc, the notebooks it names, their markdown."""
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -12,6 +13,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def toc_files() -> list[Path]:
     """Every page the toc names, resolved to its .md or .ipynb file (None where neither exists)."""
+    return list(_toc_files())
+
+
+@functools.cache
+def _toc_files() -> tuple[Path, ...]:
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
     names = [toc["root"]]
     for part in toc.get("parts", []):
@@ -20,7 +26,7 @@ def toc_files() -> list[Path]:
     for name in names:
         hits = [ROOT / f"{name}{ext}" for ext in (".md", ".ipynb") if (ROOT / f"{name}{ext}").exists()]
         out.append(hits[0] if hits else ROOT / name)
-    return out
+    return tuple(out)
 
 
 def chapter_notebooks() -> list[Path]:

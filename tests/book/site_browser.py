@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import threading
+import time
 from collections import Counter
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -44,8 +45,29 @@ def _source(doc: str) -> Path:
 
 # ---- the built site and a server for it ---------------------------------------------------------
 
+# `make test` builds the site while pytest runs (both cores busy from the start) and names, in BOOK_BUILD_STATUS, the
+# file the build writes its exit status to when it ends: a test that needs the site waits for it.
+BUILD_STATUS = os.environ.get("BOOK_BUILD_STATUS")
+BUILD_WAIT_S = 900
+
+
+def wait_for_the_build() -> None:
+    """Return once the site `make test` is building has been built; fail the test if the build failed."""
+    if not BUILD_STATUS:
+        return
+    status, deadline = Path(BUILD_STATUS), time.monotonic() + BUILD_WAIT_S
+    while not status.exists():
+        if time.monotonic() > deadline:
+            pytest.fail(f"the book build has not ended after {BUILD_WAIT_S} s (no {status})", pytrace=False)
+        time.sleep(0.5)
+    code = status.read_text().strip()
+    if code != "0":
+        pytest.fail(f"the strict book build failed (exit {code}): see {status.with_suffix('.log')}", pytrace=False)
+
+
 @pytest.fixture(scope="module")
 def site() -> Path:
+    wait_for_the_build()
     if not (SITE / "index.html").exists():
         pytest.fail(f"the book is not built: {SITE / 'index.html'} is missing. `make test` builds it "
                     f"before pytest runs; on its own, run `make book` first.", pytrace=False)

@@ -20,7 +20,7 @@ import subprocess
 import sys
 
 import pytest
-from site_browser import CHAPTERS, ROOT, SITE, _real_errors, skip_without_browser
+from site_browser import CHAPTERS, ROOT, SITE, _real_errors, skip_without_browser, wait_for_the_build
 
 from utils import chains, rederive
 from utils.tools.browser_bundle import shown
@@ -32,17 +32,28 @@ SERVE = "python3 -m http.server -d _build/html"
 LOAD_MS = 180_000            # the runtime's first load on two busy cores: generous, it is not a timing test
 
 
-def _manifest() -> dict | None:
+PAGE_OF = {ch.slug: ch.docname for ch in CHAPTERS}
+
+
+@functools.cache
+def manifest() -> dict | None:
+    """The runtime's manifest, once the site is built (make test builds it while the tests run)."""
+    wait_for_the_build()
     path = RUNTIME / "manifest.json"
     return json.loads(path.read_text()) if path.exists() else None
 
 
-MANIFEST = _manifest()
-if (MANIFEST is None or MANIFEST["runtime"] is None) and not os.environ.get("CI"):
-    pytest.skip("re-derive test skipped: the site was built without the runtime (make book, with npm)",
-                allow_module_level=True)
-CLOSED = list(MANIFEST["closed_form"]) if MANIFEST else []
-PAGE_OF = {ch.slug: ch.docname for ch in CHAPTERS}
+@pytest.fixture(autouse=True, scope="module")
+def _runtime_built():
+    m = manifest()
+    if (m is None or m["runtime"] is None) and not os.environ.get("CI"):
+        pytest.skip("re-derive test skipped: the site was built without the runtime (make book, with npm)")
+
+
+def closed() -> list[str]:
+    """The closed-form chapters the runtime holds (its manifest)."""
+    m = manifest()
+    return list(m["closed_form"]) if m else []
 
 
 def _numeric(p) -> bool:
@@ -82,10 +93,10 @@ def _same(js: dict, py: dict) -> bool:
 @pytest.fixture(scope="module")
 def panel_page(browser, server):
     """A closed-form chapter's page with its panel opened and the runtime loaded."""
-    if MANIFEST is None or MANIFEST["runtime"] is None:
+    if manifest() is None or manifest()["runtime"] is None:
         pytest.fail("the site was built without the re-derive runtime (make book, with npm)", pytrace=False)
-    slug = next((s for s in CLOSED if s in PAGE_OF and non_default(s)), None)
-    assert slug, f"no closed-form chapter with a page and an input to change: {CLOSED}"
+    slug = next((s for s in closed() if s in PAGE_OF and non_default(s)), None)
+    assert slug, f"no closed-form chapter with a page and an input to change: {closed()}"
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     page = context.new_page()
     errors, offsite = [], []
@@ -166,29 +177,29 @@ def test_a_bad_value_gets_the_commands_one_line(panel_page):
 
 
 def test_a_chapter_the_page_cannot_run_points_to_its_own_sweep():
-    for slug in [s for s in PAGE_OF if s not in CLOSED and s in chains.slugs()]:
+    for slug in [s for s in PAGE_OF if s not in closed() and s in chains.slugs()]:
         page = (SITE / f"{PAGE_OF[slug]}.html").read_text()
         links = re.findall(r'class="rederive-sweep" href="#([^"]+)"', page)
         assert len(links) == 1 and f'id="{links[0]}"' in page, f"{slug}: no link to its What changes the answer"
 
 
 def test_the_runtime_holds_every_closed_form_chapter():
-    assert CLOSED == [s for s in chains.slugs() if getattr(chains.spec(s), "closed_form", False)], \
+    assert closed() == [s for s in chains.slugs() if getattr(chains.spec(s), "closed_form", False)], \
         "the site's runtime is older than the chain modules: rebuild it (make book)"
 
 
 def test_every_closed_form_chapter_re_derives_in_the_page(panel_page):
     _, page, _ = panel_page
-    asked = {s: dict([change]) if (change := non_default(s)) else {} for s in CLOSED}
+    asked = {s: dict([change]) if (change := non_default(s)) else {} for s in closed()}
     got = page.evaluate("""async asked => {
         const out = {};
         for (const [slug, values] of Object.entries(asked)) {
             try { out[slug] = await window.bookRederive(slug, values); } catch (e) { out[slug] = {error: String(e.message)}; }
         }
         return out; }""", asked)
-    wrong = {s: (asked[s], got[s]) for s in CLOSED if not _same(got[s], rederive.payload(s, asked[s]))}
+    wrong = {s: (asked[s], got[s]) for s in closed() if not _same(got[s], rederive.payload(s, asked[s]))}
     assert not wrong, f"re-derived in the page, different from the command line: {wrong}"
-    unchanged = [s for s in CLOSED if not asked[s]]
+    unchanged = [s for s in closed() if not asked[s]]
     assert not unchanged, f"closed-form chapters with no input to change: {unchanged}"
 
 
@@ -203,7 +214,7 @@ def test_bookrederive_rejects_a_bad_value_with_the_commands_line(panel_page):
 
 
 def test_opened_from_disk_the_panel_says_how_to_serve_the_site(browser):
-    slug = next(s for s in CLOSED if s in PAGE_OF)
+    slug = next(s for s in closed() if s in PAGE_OF)
     page = browser.new_page()
     try:
         page.goto((SITE / f"{PAGE_OF[slug]}.html").as_uri(), wait_until="domcontentloaded")

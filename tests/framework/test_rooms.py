@@ -4,6 +4,7 @@ side imports with pint, sympy and IPython blocked, and each building block names
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 import subprocess
@@ -66,7 +67,10 @@ def imports(path: Path | str) -> set[str]:
     return {m for m in out if m in MODULES}
 
 
-GRAPH = {m: imports(p) - {m} for m, p in MODULES.items()}
+@functools.cache
+def graph() -> dict[str, set[str]]:
+    """Each utils module's utils imports (parsed when a test first asks, not as the file loads: both workers load it)."""
+    return {m: imports(p) - {m} for m, p in MODULES.items()}
 
 
 def test_the_top_level_has_at_most_25_entries():
@@ -87,9 +91,9 @@ def test_every_room_is_a_package_with_a_docstring():
 def test_a_module_imports_only_the_rooms_its_room_may(mod):
     own = room(mod)
     allowed = ALLOWED[own] | EXTRA.get(mod, set())
-    bad = sorted(d for d in GRAPH[mod] if room(d) not in allowed and d != "utils")
+    bad = sorted(d for d in graph()[mod] if room(d) not in allowed and d != "utils")
     if own == "catalog":
-        bad += sorted(d for d in GRAPH[mod] if room(d) == "framework" and d not in CATALOG_MAY_USE)
+        bad += sorted(d for d in graph()[mod] if room(d) == "framework" and d not in CATALOG_MAY_USE)
     assert not bad, f"{mod} ({own}) imports {bad}"
 
 
@@ -103,7 +107,7 @@ def test_no_import_cycle():
         counter[0] += 1
         stack.append(v)
         on.add(v)
-        for w in GRAPH[v]:
+        for w in graph()[v]:
             if w not in index:
                 visit(w)
                 low[v] = min(low[v], low[w])
@@ -120,7 +124,7 @@ def test_no_import_cycle():
             if len(comp) > 1:
                 cycles.append(sorted(comp))
 
-    for v in GRAPH:
+    for v in graph():
         if v not in index:
             visit(v)
     assert not cycles, cycles
@@ -164,13 +168,15 @@ def notebook_imports(nb: Path) -> set[str]:
     return set().union(*(imports("".join(c["source"])) for c in cells if c["cell_type"] == "code"))
 
 
-USES = {slug: GRAPH.get(f"utils.chains.{slug.replace('-', '_')}", set()) | notebook_imports(nb)
-        for slug, nb in CHAPTERS.items()}
+@functools.cache
+def uses() -> dict[str, set[str]]:
+    return {slug: graph().get(f"utils.chains.{slug.replace('-', '_')}", set()) | notebook_imports(nb)
+            for slug, nb in CHAPTERS.items()}
 
 
 def users(mod: str) -> set[str]:
     """The chapters whose chain module or notebook imports `mod`."""
-    return {slug for slug, used in USES.items() if mod in used}
+    return {slug for slug, used in uses().items() if mod in used}
 
 
 @pytest.mark.parametrize("mod", BLOCKS)
