@@ -204,26 +204,26 @@ def _offsite(url: str) -> bool:
 
 
 class Tab:
-    """One browser context for the whole module (a fresh context per page costs a second on two cores)
-    and a fresh page per visit, so nothing a previous page left in flight is counted against the next.
-    Each visit records requests that would leave the machine (the browser's dead proxy fails them),
-    failed requests and script errors."""
+    """One browser context and one page for the whole module, navigated from page to page: a fresh page per
+    visit costs Chromium a new renderer and a cold compile of MathJax and the theme's scripts, twice the visit
+    itself. Between visits the page goes to about:blank first, which ends whatever the previous page had in
+    flight, and only then are the visit's lists started, so nothing of the previous page is counted against the
+    next. Each visit records requests that would leave the machine (the browser's dead proxy fails them), failed
+    requests and script errors."""
 
     def __init__(self, browser):
         self.context = browser.new_context(viewport={"width": 1400, "height": 900})
-        self.page, self.offsite, self.failed, self.errors = None, [], [], []
+        self.offsite, self.failed, self.errors = [], [], []
+        self.page = page = self.context.new_page()
+        page.on("request", lambda r: _offsite(r.url) and self.offsite.append(r.url))
+        page.on("pageerror", lambda e: self.errors.append(str(e)))
+        page.on("response", lambda r: r.status >= 400 and self.failed.append(f"{r.status} {r.url}"))
+        page.on("requestfailed", lambda r: not _offsite(r.url) and self.failed.append(f"{r.failure} {r.url}"))
 
     def visit(self, url: str) -> "Tab":
-        if self.page is not None:
-            self.page.close()
-        offsite, failed, errors = [], [], []
-        self.offsite, self.failed, self.errors = offsite, failed, errors
-        self.page = page = self.context.new_page()
-        page.on("request", lambda r: _offsite(r.url) and offsite.append(r.url))
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.on("response", lambda r: r.status >= 400 and failed.append(f"{r.status} {r.url}"))
-        page.on("requestfailed", lambda r: not _offsite(r.url) and failed.append(f"{r.failure} {r.url}"))
-        self.response = page.goto(url, wait_until="load")
+        self.page.goto("about:blank")
+        self.offsite, self.failed, self.errors = [], [], []
+        self.response = self.page.goto(url, wait_until="load")
         return self
 
 
