@@ -70,7 +70,7 @@ def site() -> Path:
     wait_for_the_build()
     if not (SITE / "index.html").exists():
         pytest.fail(f"the book is not built: {SITE / 'index.html'} is missing. `make test` builds it "
-                    f"before pytest runs; on its own, run `make book` first.", pytrace=False)
+                    f"beside pytest; on its own, run `make book` first.", pytrace=False)
     return SITE
 
 

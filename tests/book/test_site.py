@@ -1,7 +1,7 @@
 """The website, checked in a real browser: what a reader on an air-gapped cluster gets from `make book`.
 
-`make test` builds the site strictly before pytest runs; this file never builds it. It serves
-_build/html on 127.0.0.1 (set BOOK_HTML to check another build) and opens every page of _toc.yml in
+`make test` builds the site strictly, beside pytest (the tests here wait for that build); this file never
+builds it. It serves _build/html on 127.0.0.1 (set BOOK_HTML to check another build) and opens every page of _toc.yml in
 headless Chromium (Debian's package, driven by playwright-python; no browser download), with every
 request that leaves 127.0.0.1 blocked and counted as a failure. For each page: it loads with no failed
 request and no script error; its math is typeset by the MathJax the site serves itself; every image
