@@ -49,8 +49,9 @@ book: $(VENV)/.book
 	@$(RUNTIME)
 
 # Warnings are errors: a broken reference, a missing glue key or a bad toc entry fails the build.
+STRICT_BUILD = $(JB) build . --builder html -W -n --keep-going
 book-strict: $(VENV)/.book
-	$(JB) build . --builder html -W -n --keep-going
+	$(STRICT_BUILD)
 	@$(RUNTIME)
 
 # `make lab` and `make pdf` each add only their own extra to the book's venv: no torch, no triton.
@@ -76,7 +77,7 @@ BUILD_STATUS := _build/book-strict.status
 test: $(VENV)/.test lint
 	@$(NPM_CI)
 	@mkdir -p _build && rm -f $(BUILD_STATUS) $(BUILD_STATUS).part
-	@( set +e; $(JB) build . --builder html -W -n --keep-going > $(BUILD_LOG) 2>&1 \
+	@( set +e; $(STRICT_BUILD) > $(BUILD_LOG) 2>&1 \
 	    && $(PY) -m utils.tools.browser_bundle >> $(BUILD_LOG) 2>&1; \
 	    echo $$? > $(BUILD_STATUS).part; mv $(BUILD_STATUS).part $(BUILD_STATUS) ) & \
 	rc=0; BOOK_BUILD_STATUS=$(BUILD_STATUS) $(PY) -m pytest -n 2 --dist loadscope --nbval --nbval-current-env \

@@ -438,7 +438,7 @@ def simulate_faulty(rate: float, wl, e: QueueEngine, faults: Faults = Faults(),
             B += 1
             d0[i], end_of[i] = D - k, D - k + o[i] - 1
             running.append(i)
-            heapq.heappush(ends, (end_of[i], i))
+            heappush(ends, (end_of[i], i))
             no_quiet_before = 0.0
         elif not (opt and redo) and w < a and B < bmax and (S + p[w] <= cap if opt else R + po[w] <= cap):
             j, pass_tokens, flops = w, 0, 0.0
@@ -472,7 +472,7 @@ def simulate_faulty(rate: float, wl, e: QueueEngine, faults: Faults = Faults(),
                 raise TooLong(f"past {max_work:,.0f} steps of work")
             if not opt and t >= no_quiet_before and ends[0][0] - D > QUIET:   # a run of quiet steps: _quiet_steps
                 stop = min(next_stall, marks[0] if seen[0] is None else inf, marks[1] if seen[1] is None else inf,
-                           arr[w] if w == a < n and B < bmax and R + p[w] + o[w] <= cap else inf)
+                           arr[w] if w == a < n and B < bmax and R + po[w] <= cap else inf)
                 most = (stop - t) / max((wbytes + akv * S) / W, (kNa * B + att * S) / P)    # steps only lengthen
                 if most > QUIET:
                     D_ = D
@@ -513,7 +513,7 @@ def simulate_faulty(rate: float, wl, e: QueueEngine, faults: Faults = Faults(),
                 no_quiet_before = 0.0
                 B -= 1
                 S -= p[i] + o[i] - 1
-                R -= p[i] + o[i]
+                R -= po[i]
                 done += 1
                 if opt:
                     running.remove(i)
