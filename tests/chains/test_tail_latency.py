@@ -117,6 +117,23 @@ def test_bad_input_is_refused_naming_the_parameter(changes, name):
         chains.derive("tail-latency", **changes)
 
 
+def test_one_sequence_at_a_time_is_answered_and_never_preempts():
+    """max_batch=1: each request decodes alone (runs of quiet steps, the optimistic scheduler's too). A KV budget
+    that holds the longest request never overflows with one sequence in it, so optimistic admission is the
+    reservation scheduler: the preemption run is the healthy run, request for request."""
+    r = chains.derive("tail-latency", max_batch=1, n_requests=1000)
+    assert r["preemptions_per_1k"].m == 0
+    assert r["ttft_p99_preemption"] == r["ttft_p99_healthy"] < r["ttft_p99_queueing"]
+
+
+def test_runs_past_the_work_budget_are_refused_in_one_line(monkeypatch):
+    monkeypatch.setattr(tl, "WORK_BUDGET", 50_000)      # a third of the defaults' work
+    with pytest.raises(ParameterError, match="steps of queue simulation"):
+        tl.compute(tl.SPEC.check(seed=7))
+    with pytest.raises(ParameterError, match="n_requests must be at most"):
+        chains.derive("tail-latency", n_requests=tl.MAX_REQUESTS + 1)
+
+
 def test_a_loose_architecture_override_is_refused():
     with pytest.raises(ParameterError, match="not both"):
         chains.derive("tail-latency", model="llama-3-8b", n_params=7e10)

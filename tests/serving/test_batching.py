@@ -49,13 +49,18 @@ def test_expected_longest_of_exponentials_is_the_harmonic_number():
 # The queue simulation: its quiet steps run as arrays give the loop's own results, to the last bit.
 QE = batching.QueueEngine(wbytes=1.4e11, akv=3.3e5, W=2.9e13, P=5.9e15, kNa=1.4e11, att=4.1e5, cap=1_400_000, bmax=256,
                           budget=8192)
+# Memory-bound alone up to about 500 cached tokens, compute-bound past them and at two sequences or more.
+CROSSING = dataclasses.replace(QE, P=2.9e13, kNa=1.2e11, att=4.1e7)
 
 
 @pytest.mark.parametrize("rate, engine, faults", [
     (2.0, QE, batching.Faults()),                                      # light load: requests decode alone
     (20.0, QE, batching.Faults()),                                     # busy: short runs between events
     (2.0, QE, batching.Faults(2.0, 0.05)),                             # host stalls cut the runs
-    (5.0, dataclasses.replace(QE, bmax=2), batching.Faults())])        # a queue behind a small cap
+    (5.0, dataclasses.replace(QE, bmax=2), batching.Faults()),         # a queue behind a small cap
+    (0.2, dataclasses.replace(CROSSING, bmax=1), batching.Faults()),   # the bound changes sides within runs
+    (20.0, dataclasses.replace(QE, cap=20_000), batching.Faults(optimistic=True)),   # preemptions end runs
+    (1.0, dataclasses.replace(QE, bmax=1), batching.Faults(optimistic=True))])       # each request alone
 def test_quiet_steps_as_arrays_are_the_loops_steps_exactly(monkeypatch, rate, engine, faults):
     wl = batching.workload(1500, 1024, 512, 8192, seed=3)
     fast = batching.simulate_faulty(rate, wl, engine, faults)

@@ -282,6 +282,10 @@ def measure(r: dict, slo_ttft: float, slo_tpot: float, p: float) -> dict:
 
 
 _RUNS: dict = {}
+# The lowest rate a search for the highest good rate tries, as a fraction of the saturation rate: 1/FLOOR. Low
+# enough that a replica serving one sequence at a time (a request that arrives while another decodes waits
+# seconds, and a share of them equal to the utilization do) finds the rate where 99% still meet a TTFT objective.
+FLOOR = 1024
 
 
 class Replica:
@@ -332,8 +336,8 @@ class Replica:
             return hi, hi                            # never failed in the range tried
         while not ok_(lo):
             lo, hi = lo / 2, lo
-            if lo < self.lam / 64:
-                return 0.0, hi
+            if lo < self.lam / FLOOR:
+                return 0.0, hi                       # fails even at the lowest rate tried
         for _ in range(iters):
             mid = 0.5 * (lo + hi)
             lo, hi = (mid, hi) if ok_(mid) else (lo, mid)
@@ -386,8 +390,14 @@ class Faults:
 
 
 QUIET = 32     # decode steps in a row with nothing else to do, past which they run as arrays (_quiet_steps)
-QUIET_COST = 8     # about how many times cheaper a step is as arrays than in the loop
-RUN_COST = 16      # and what one run of them costs besides, in the loop's steps
+# What a run costs, in the loop's steps (its unit of work, half a microsecond to one on this book's CI machine),
+# fitted to runs' process times over batch caps from one to unbounded, engines from a hundredth of the shares, and
+# loads from light to twice saturating: a step run as arrays costs a sixty-fourth of one in the loop, a run of them
+# 16 steps besides (a handful of numpy calls), and each request 3 (its admission and its finish). Where the run
+# records inter-token gaps (itl), a step's gap is kept, joined and later sorted: a sixteenth, and 32 a run.
+QUIET_COST, RUN_COST = 64, 16
+ITL_QUIET_COST, ITL_RUN_COST = 16, 32
+REQUEST_COST = 3
 
 
 def simulate_faulty(rate: float, wl, e: QueueEngine, faults: Faults = Faults(),
@@ -397,7 +407,8 @@ def simulate_faulty(rate: float, wl, e: QueueEngine, faults: Faults = Faults(),
     decode step since the previous one, weighted by the sequences it served (the inter-token latency, ITL),
     the longest prefill pass, the preemptions, the time the GPU sat idle in host stalls with requests in the
     replica, the most KV tokens any decode step held, and the run's work in loop steps (its decode steps, those run as
-    arrays at 1/QUIET_COST each and RUN_COST a run of them: about what they cost; past max_work: TooLong).
+    arrays at 1/QUIET_COST each and RUN_COST a run of them (the ITL_ costs where it records gaps), REQUEST_COST a
+    request: about what they cost; past max_work: TooLong).
     itl=False leaves the gaps unrecorded (itl None): simulate_queue's callers read none, and a run is faster."""
     import numpy as np
     unit, prompt, output = wl
@@ -419,7 +430,9 @@ def simulate_faulty(rate: float, wl, e: QueueEngine, faults: Faults = Faults(),
     chunks = []                                     # (gaps, weights) arrays of the steps before the lists' own
     quiet = runs = 0                                # decode steps run as arrays, in how many runs
     inf = float("inf")
-    next_mark, work_limit = marks[0], max_work       # the first unseen mark; D at which the work reaches max_work
+    fixed = n * REQUEST_COST                        # the requests' share of the work, known from the start
+    quiet_cost, run_cost = (ITL_QUIET_COST, ITL_RUN_COST) if itl else (QUIET_COST, RUN_COST)
+    next_mark, work_limit = marks[0], max_work - fixed    # the first unseen mark; D at which the work reaches max_work
     next_stall = every if every > 0 else inf
     no_quiet_before = 0.0      # a clock before which the quiet check says no again, unless a sequence joins or leaves
     heappush, heappop = heapq.heappush, heapq.heappop
@@ -470,18 +483,22 @@ def simulate_faulty(rate: float, wl, e: QueueEngine, faults: Faults = Faults(),
         elif B:
             if D >= work_limit:
                 raise TooLong(f"past {max_work:,.0f} steps of work")
-            if not opt and t >= no_quiet_before and ends[0][0] - D > QUIET:   # a run of quiet steps: _quiet_steps
+            if t >= no_quiet_before and ends[0][0] - D > QUIET:      # a run of quiet steps: _quiet_steps
+                room = ends[0][0] - 1 - D                   # steps before a sequence's last one
+                if opt:                                     # and before the KV overflows (a preemption)
+                    room = min(room, (cap - S) // B)
                 stop = min(next_stall, marks[0] if seen[0] is None else inf, marks[1] if seen[1] is None else inf,
-                           arr[w] if w == a < n and B < bmax and R + po[w] <= cap else inf)
+                           arr[w] if w == a < n and B < bmax and (S + p[w] <= cap if opt else R + po[w] <= cap)
+                           else inf)
                 most = (stop - t) / max((wbytes + akv * S) / W, (kNa * B + att * S) / P)    # steps only lengthen
-                if most > QUIET:
+                if most > QUIET and room >= QUIET:
                     D_ = D
                     peak_kv, batch_time, t, t_dec, D, S, tokens = _quiet_steps(
-                        D + int(min(most, ends[0][0] - 1 - D)), stop, B, S, D, t, t_dec, peak_kv,
+                        D + int(min(most, room)), stop, B, S, D, t, t_dec, peak_kv,
                         batch_time, tokens, gaps, weights, chunks if itl else None, e)
                     quiet += D - D_
                     runs += 1
-                    work_limit = max_work + quiet * (1 - 1 / QUIET_COST) - runs * RUN_COST
+                    work_limit = max_work - fixed + quiet * (1 - 1 / quiet_cost) - runs * run_cost
                 else:          # and says so until `stop` (steps only lengthen), or until the batch changes
                     no_quiet_before = stop
             while opt and S + B > cap and B > 1:     # the step would overflow the KV: preempt the newest
@@ -491,6 +508,7 @@ def simulate_faulty(rate: float, wl, e: QueueEngine, faults: Faults = Faults(),
                 end_of[i] = -1
                 redo.append((i, D - d0[i]))
                 preempted += 1
+                no_quiet_before = 0.0
             if S + B > peak_kv:
                 peak_kv = S + B
             dt, dt_c = (wbytes + akv * S) / W, (kNa * B + att * S) / P     # max() of the two, inline (the hot loop)
@@ -536,7 +554,7 @@ def simulate_faulty(rate: float, wl, e: QueueEngine, faults: Faults = Faults(),
     return dict(arrival=np.array(arr), first=np.array(first), finish=np.array(finish), output=np.array(o),
                 window=marks, tokens=seen, batch_time=batch_time, itl=_itl(chunks, gaps, weights) if itl else None,
                 longest_pass=longest, preemptions=preempted, stall_idle=idle, peak_kv=peak_kv,
-                work=D - quiet * (1 - 1 / QUIET_COST) + runs * RUN_COST)
+                work=D - quiet * (1 - 1 / quiet_cost) + runs * run_cost + fixed)
 
 
 def _itl(chunks, gaps, weights):
@@ -555,31 +573,50 @@ def _quiet_steps(last_D, stop, B, S, D, t, t_dec, peak_kv, batch_time, tokens, g
     expression on the same numbers, and the clock and the batch's time integral are running sums in the same
     order (np.add.accumulate adds one term at a time), so a run's results are the loop's to the last bit; a
     request decoding alone for hundreds of steps costs one array pass. The step that crosses a line is left to
-    the loop."""
+    the loop. A run is a handful of numpy calls: its fixed cost is most of what it costs."""
     import numpy as np
-    s = S + B * np.arange(last_D - D)                          # cached tokens before each step
-    dt = np.maximum((e.wbytes + e.akv * s) / e.W, (e.kNa * B + e.att * s) / e.P)
+    n = last_D - D
+    s = np.arange(S, S + B * n, B, dtype=float)               # cached tokens before each step (whole numbers)
+    dt = _step_times(s, S, S + B * (n - 1), B, e)
     first = dt[0]
     dt[0] += t                                                 # t + dt[0], then one step at a time: the clock
     clock = np.add.accumulate(dt)
     dt[0] = first
-    m = int(np.searchsorted(clock, stop))                      # steps that end before `stop`
+    m = n if clock[-1] < stop else int(clock.searchsorted(stop))    # steps that end before `stop`
     if m == 0:
         return peak_kv, batch_time, t, t_dec, D, S, tokens
-    dt, clock = dt[:m], clock[:m]
+    if m < n:
+        dt, clock = dt[:m], clock[:m]
     if chunks is not None:                                     # the gaps, where the run records them (itl)
-        chunks.append((np.array(gaps, dtype=float), np.array(weights, dtype=int)))    # the loop's steps so far
-        gaps.clear()
-        weights.clear()
+        if gaps:                                               # the loop's steps since the last run
+            chunks.append((np.array(gaps, dtype=float), np.array(weights, dtype=int)))
+            gaps.clear()
+            weights.clear()
         gap = np.empty(m)
         gap[0] = clock[0] - (t_dec if t_dec is not None else clock[0] - dt[0])
-        gap[1:] = np.diff(clock)
+        np.subtract(clock[1:], clock[:-1], out=gap[1:])        # np.diff, without its Python wrapper
         chunks.append((gap, np.full(m, B)))
-    area = B * dt
+    area = B * dt if B != 1 else dt                            # 1 * x is x: the loop's B * dt, one call fewer
     area[0] += batch_time
     batch_time = float(np.add.accumulate(area)[-1])
     t = float(clock[-1])
     return max(peak_kv, S + B * m), batch_time, t, t, D + m, S + B * m, tokens + B * m
+
+
+def _step_times(s, s0, s1, B, e):
+    """The loop's step time, max(bytes / W, FLOPs / P), at each cached-token count of s (from s0 up to s1). Both
+    sides grow linearly in s, so a side ahead at both ends by more than rounding is ahead throughout: only it
+    is computed (the same expression, so the same bits); otherwise both, and the larger."""
+    import numpy as np
+    kb = e.kNa * B
+    m0, c0 = (e.wbytes + e.akv * s0) / e.W, (kb + e.att * s0) / e.P
+    m1, c1 = (e.wbytes + e.akv * s1) / e.W, (kb + e.att * s1) / e.P
+    margin = 1e-9 * max(m1, c1)                                # far above the ulps of rounding, far below any gap
+    if m0 - c0 > margin and m1 - c1 > margin:
+        return (e.wbytes + e.akv * s) / e.W
+    if c0 - m0 > margin and c1 - m1 > margin:
+        return (kb + e.att * s) / e.P
+    return np.maximum((e.wbytes + e.akv * s) / e.W, (kb + e.att * s) / e.P)
 
 
 def weighted_quantile(x, w, f: float) -> float:
