@@ -68,8 +68,8 @@ def test_benchmarks_past_the_work_budget_are_refused_in_one_line(monkeypatch):
 
 
 def test_one_sequence_at_a_time_meets_the_ttft_objective_only_at_about_one_percent_load():
-    """max_batch=1: each request alone (over 100,000 runs of quiet steps over the page's benchmarks), within the
-    budget. No prefill joins a decode, so a TPOT is one read of the weights plus at most a whole context's cache.
+    """max_batch=1 (a single-server queue: batching.one_at_a_time). No prefill joins a decode, so a TPOT is one
+    read of the weights plus at most a whole context's cache.
     A request that arrives while another decodes waits out the rest of that reply (seconds, past the TTFT
     objective), and the share that arrive so is the utilization: at a sixty-fourth of saturation about one in 64,
     more than the 1% the 99th percentile allows; the highest good rate lies lower, near a 1% utilization."""

@@ -49,8 +49,9 @@ MIN_BUDGET = 2048      # vLLM without chunking: max_num_batched_tokens = max(max
 FRACTIONS = np.round(np.arange(0.2, 2.01, 0.1), 2)     # the sweep, as fractions of the saturation rate
 # The most work a reader's benchmarks may simulate, in the queue loop's steps (utils.serving.batching's `work`): two
 # seconds or so on the book's CI machine, so a re-derivation ends within a simulation's three-second target. Every
-# batch cap from one sequence up fits it at the defaults (the worst, one to eight, need about 4 million; the defaults 1).
-WORK_BUDGET = 5_000_000
+# batch cap fits it at the defaults: the worst, two to eight sequences, need about 3.7 million on each seed tried (one
+# sequence at a time is batching.one_at_a_time, a small fraction of a million; the defaults about 1).
+WORK_BUDGET = 4_000_000
 # n_requests past which the defaults' benchmarks (about 260 steps of work a request) need more than WORK_BUDGET:
 # refused at once; below it, the budget decides.
 MAX_REQUESTS = 15_000
@@ -543,6 +544,13 @@ def what_changes(p, ch) -> dict:
     misses = p999.tpot_misses(p999_hi)
     assert srv_lo >= c_lo and p999_lo < c_lo <= p90_lo
     assert p999.fails_first(p999_hi) == "TPOT" and misses[0] < 0.1 * misses[1]
+    # One sequence at a time: a single-server queue. A Poisson arrival finds the server busy a share of the time
+    # equal to its utilization, and then waits the rest of the service in progress: E[S^2] / (2 E[S]) on average.
+    one, one_lo, _ = variant(max_batch=1)
+    service = np.add(*batching.alone(one.engine, one.wl[1], one.wl[2]))
+    residual = float(np.mean(service ** 2) / (2 * np.mean(service)))
+    util = one_lo * float(np.mean(service))
+    assert residual > 2 * CLAIM["slo_ttft_s"] and 0.5 * (1 - CLAIM["percentile"]) < util < 2 * (1 - CLAIM["percentile"])
     return {"w-lo": rps(c_lo), "w-srv-ttft": dur(MLPERF["server"][0]), "w-srv-tpot": dur(MLPERF["server"][1]),
             "w-srv-lo": rps(srv_lo), "w-srv-binds": srv.fails_first(srv_hi),
             "w-srv-xt": fmt(MLPERF["server"][0] / CLAIM["slo_ttft_s"], digits=2),
@@ -553,7 +561,9 @@ def what_changes(p, ch) -> dict:
             "w-half-binds": ck["half"].fails_first(ck["h_hi"]), "w-p999-binds": p999.fails_first(p999_hi),
             "w-big-b": fmt(q(4 * CLAIM["max_batch"], "sequence")), "w-big-cap": cap_name(big.chain),
             "w-big-b-eff": fmt(big.chain["B"]), "w-big-x": fmt(big.chain["X_max"]), "w-x": fmt(cch["X_max"]),
-            "w-big-lo": rps(big_lo), "w-big-binds": big.fails_first(big_hi), "w-h200-lo": rps(h200_lo)}
+            "w-big-lo": rps(big_lo), "w-big-binds": big.fails_first(big_hi), "w-h200-lo": rps(h200_lo),
+            "w-one-x": fmt(one.chain["X_max"]), "w-one-lo": rps(one_lo), "w-one-util": pct(util, digits=2),
+            "w-one-wait": dur(residual), "w-one-service": dur(float(np.mean(service))), "w-one-pct": nth(CLAIM["percentile"])}
 
 
 def exercises(p, ch) -> dict:

@@ -243,10 +243,86 @@ def simulate_queue(rate: float, wl, e: QueueEngine, max_work: float = float("inf
     budget allow, each getting its first token at the pass's end; otherwise one decode step runs for
     every running sequence. Returns arrival, first- and last-token times, the window and the tokens
     counted at its ends, the time-integral of the batch (Little's law) and the run's work (see
-    simulate_faulty; past max_work it raises TooLong)."""
+    simulate_faulty; past max_work it raises TooLong). A replica that runs one sequence at a time is a
+    single-server queue, and takes one_at_a_time."""
+    if e.bmax == 1:
+        return one_at_a_time(rate, wl, e, max_work)
     # One loop serves both: simulate_faulty with no faults is this simulation exactly (tests/serving/test_batching.py).
     r = simulate_faulty(rate, wl, e, max_work=max_work, itl=False)
     return {key: r[key] for key in QUEUE_RESULT}
+
+
+def one_at_a_time(rate: float, wl, e: QueueEngine, max_work: float = float("inf")) -> dict:
+    """simulate_queue for a replica that runs one sequence at a time (bmax 1): a single-server first-come queue.
+    A request's prefill pass and decode steps run alone, so their times depend on neither the rate nor the
+    other requests: the pass is the loop's own expression, and the steps' sum is closed (decode_sums). The
+    queue is Lindley's recursion: a request starts at its arrival or at the previous one's finish, whichever
+    is later. The loop's results to rounding (the steps summed in another order: a part in 10^15 of a time),
+    a microsecond a request where the loop spends a run of quiet steps on each (tests/serving/test_batching.py)."""
+    import numpy as np
+    unit, prompt, output = wl
+    n = len(unit)
+    work = n * REQUEST_COST
+    if work > max_work:
+        raise TooLong(f"past {max_work:,.0f} steps of work")
+    arr = (unit / rate).tolist()
+    passes, steps = alone(e, prompt, output)
+    first, finish, t = [0.0] * n, [0.0] * n, 0.0
+    for i, (a, pass_, dec) in enumerate(zip(arr, passes.tolist(), steps.tolist())):
+        t = (a if a > t else t) + pass_            # the loop idles to an arrival it has not reached
+        first[i] = t
+        t += dec
+        finish[i] = t
+    marks = (arr[int(n * WARMUP)], arr[-1])
+    before = np.concatenate([[0], np.cumsum(output)]).tolist()      # tokens made before each request starts
+    seen = []
+    for mark in marks:          # the loop notes (tokens, clock) at the end of the first pass, step or idle past it
+        r = int(np.searchsorted(finish, mark))
+        if arr[r] >= mark and (r == 0 or arr[r] > finish[r - 1]):   # it idled to this arrival
+            seen.append((before[r], arr[r]))
+            continue
+        clock = first[r] + np.concatenate([[0.0], np.cumsum(decode_times(e, prompt[r], output[r]))])
+        k = min(int(np.searchsorted(clock, mark)), len(clock) - 1)
+        seen.append((before[r] + k + 1, float(clock[k])))
+    return dict(arrival=np.array(arr), first=np.array(first), finish=np.array(finish), output=output.copy(),
+                window=marks, tokens=seen, batch_time=float(steps.sum()), work=work)
+
+
+def alone(e: QueueEngine, prompt, output):
+    """Each request served alone: its prefill pass (the loop's expression) and the sum of its decode steps
+    (seconds, arrays): its service time in a single-server queue is their sum."""
+    import numpy as np
+    flops = e.kNa * prompt + e.att * prompt * (prompt + 1) / 2
+    return np.maximum(flops / e.P, (e.wbytes + e.akv * prompt) / e.W), decode_sums(e, prompt, output)
+
+
+def decode_times(e: QueueEngine, p: int, o: int):
+    """The decode steps of one request alone (a prompt of p tokens, a reply of o): the loop's step at batch 1."""
+    import numpy as np
+    s = np.arange(p, p + o - 1, dtype=float)
+    return np.maximum((e.wbytes + e.akv * s) / e.W, (e.kNa + e.att * s) / e.P)
+
+
+def decode_sums(e: QueueEngine, prompt, output):
+    """Each request's decode steps alone, summed in closed form: the step at batch 1 is the larger of two lines
+    in the cached tokens S (bytes / W and FLOPs / P), S runs from p to p + o - 2, and the lines cross at most
+    once, so the sum is an arithmetic series either side of the crossing."""
+    import numpy as np
+    lines = {"bytes": (e.wbytes / e.W, e.akv / e.W), "flops": (e.kNa / e.P, e.att / e.P)}
+    (cb, sb), (cf, sf) = lines["bytes"], lines["flops"]
+    lo, hi = prompt.astype(float), (prompt + output - 2).astype(float)
+    if sb == sf:                                    # parallel: one side binds throughout
+        low = high = lines["bytes"] if cb >= cf else lines["flops"]
+        cross = lo
+    else:
+        cut = (cf - cb) / (sb - sf)                 # where the lines meet
+        low, high = (lines["flops"], lines["bytes"]) if sb > sf else (lines["bytes"], lines["flops"])
+        cross = np.clip(np.ceil(cut) if sb > sf else np.floor(cut) + 1, lo, hi + 1)     # first S of the high side
+
+    def series(line, a, b):
+        count = np.maximum(b - a + 1, 0)
+        return line[0] * count + line[1] * (a + b) * count / 2
+    return series(low, lo, cross - 1) + series(high, cross, hi)
 
 
 class Overloaded(ValueError):
