@@ -74,6 +74,16 @@ def test_weighted_quantile_is_the_quantile_of_the_repeated_sample():
         assert batching.weighted_quantile(x, w, f) == batching.quantile(rep, f)
 
 
+@pytest.mark.parametrize("weight", [1, 3])
+def test_equal_weights_take_the_sorts_own_rank_without_a_sort(weight):
+    x = np.random.default_rng(1).random(1000)
+    w = np.full(1000, weight)
+    for f in (0.001, 0.1, 0.5, 0.99, 0.999, 1.0):       # f * 1000 whole: the rank at the edge of its tolerance
+        order = np.argsort(x, kind="stable")
+        c = np.cumsum(w[order].astype(float))
+        assert batching.weighted_quantile(x, w, f) == x[order][np.searchsorted(c, f * c[-1] - 1e-9 * c[-1])]
+
+
 def test_claim_cannot_be_checked_the_source_gives_no_number():
     (c,) = tl.claims()
     assert c.verdict == UNCHECKABLE and "book" in c.reason

@@ -78,24 +78,31 @@ def test_quiet_steps_as_arrays_are_the_loops_steps_exactly(monkeypatch, rate, en
                 assert a == b, k
 
 
-@pytest.mark.parametrize("engine", [dataclasses.replace(QE, bmax=1), dataclasses.replace(CROSSING, bmax=1)])
-def test_one_sequence_at_a_time_is_the_loops_queue_to_rounding(engine):
-    """bmax=1 takes Lindley's recursion with closed-form step sums: the loop's times to rounding, its tokens at
-    the window's ends exactly, from light load (requests alone) to twice saturation (a queue throughout)."""
+@pytest.mark.parametrize("engine, faults", [(dataclasses.replace(QE, bmax=1), batching.Faults()),
+                                            (dataclasses.replace(CROSSING, bmax=1), batching.Faults()),
+                                            (dataclasses.replace(QE, bmax=1, cap=9000), batching.Faults(optimistic=True))])
+def test_one_sequence_at_a_time_is_the_loops_queue_to_rounding(engine, faults):
+    """bmax=1 takes Lindley's recursion with closed-form step sums: the loop's times and gaps to rounding, its
+    tokens at the window's ends exactly, from light load (requests alone) to twice saturation (a queue throughout);
+    with one sequence nothing is preempted, so optimistic admission is the same queue."""
     wl = batching.workload(1500, 1024, 512, 8192, seed=3)
     alone = batching.simulate_queue(1e-3, wl, engine)                 # a request every thousand seconds: all alone
     service = float(np.mean(alone["finish"] - alone["arrival"]))       # so a load is a rate times this
     for load in (0.01, 0.5, 0.95, 2.0):                                # the loop's quiet runs are its own steps exactly
-        fast = batching.simulate_queue(load / service, wl, engine)
-        slow = batching.simulate_faulty(load / service, wl, engine, itl=False)
+        fast = batching.simulate(load / service, wl, engine, faults)
+        slow = batching.simulate_faulty(load / service, wl, engine, faults)
         for k in ("arrival", "output"):
             assert np.array_equal(fast[k], slow[k]) and fast[k].dtype == slow[k].dtype, k
-        assert fast["window"] == slow["window"]
+        for k in ("window", "longest_pass", "preemptions", "stall_idle", "peak_kv"):
+            assert fast[k] == slow[k], k
         for k in ("first", "finish"):
             np.testing.assert_allclose(fast[k], slow[k], rtol=1e-12, atol=0)
         assert [n for n, _ in fast["tokens"]] == [n for n, _ in slow["tokens"]]
         assert [t for _, t in fast["tokens"]] == pytest.approx([t for _, t in slow["tokens"]], rel=1e-12)
         assert fast["batch_time"] == pytest.approx(slow["batch_time"], rel=1e-12)
+        (g, w), (g_, w_) = fast["itl"], slow["itl"]     # a gap is a difference of clocks: rounding of the clock's size
+        assert np.array_equal(w, w_) and w.dtype == w_.dtype
+        np.testing.assert_allclose(g, g_, rtol=0, atol=1e-13 * slow["finish"].max())
         assert fast["work"] < slow["work"]
 
 

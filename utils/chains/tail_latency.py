@@ -158,7 +158,7 @@ def scenarios(p, ch) -> dict:
     left = [WORK_BUDGET]
 
     def run(rate_, wl_, e_, faults=None):      # the six runs share the budget (TooLong past it)
-        r = batching.simulate_faulty(rate_, wl_, e_, faults or batching.Faults(), max_work=left[0])
+        r = batching.simulate(rate_, wl_, e_, faults, max_work=left[0])
         left[0] -= r["work"]
         return r
     runs = {

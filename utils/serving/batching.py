@@ -243,22 +243,31 @@ def simulate_queue(rate: float, wl, e: QueueEngine, max_work: float = float("inf
     budget allow, each getting its first token at the pass's end; otherwise one decode step runs for
     every running sequence. Returns arrival, first- and last-token times, the window and the tokens
     counted at its ends, the time-integral of the batch (Little's law) and the run's work (see
-    simulate_faulty; past max_work it raises TooLong). A replica that runs one sequence at a time is a
-    single-server queue, and takes one_at_a_time."""
-    if e.bmax == 1:
-        return one_at_a_time(rate, wl, e, max_work)
-    # One loop serves both: simulate_faulty with no faults is this simulation exactly (tests/serving/test_batching.py).
-    r = simulate_faulty(rate, wl, e, max_work=max_work, itl=False)
+    simulate_faulty; past max_work it raises TooLong)."""
+    r = simulate(rate, wl, e, max_work=max_work, itl=False)
     return {key: r[key] for key in QUEUE_RESULT}
 
 
-def one_at_a_time(rate: float, wl, e: QueueEngine, max_work: float = float("inf")) -> dict:
-    """simulate_queue for a replica that runs one sequence at a time (bmax 1): a single-server first-come queue.
+def simulate(rate: float, wl, e: QueueEngine, faults: Faults | None = None, max_work: float = float("inf"),
+             itl: bool = True) -> dict:
+    """simulate_faulty's run, by the quickest way that gives it: a replica that runs one sequence at a time, with
+    no host stalls and room for every request alone, is a single-server queue (one_at_a_time, its results to
+    rounding; no sequence can be preempted, so optimistic admission changes nothing); any other, the loop."""
+    faults = faults or Faults()
+    if e.bmax == 1 and not faults.stall_every and int((wl[1] + wl[2]).max()) <= e.cap:
+        return one_at_a_time(rate, wl, e, max_work, itl)
+    # One loop serves the rest: simulate_faulty with no faults is simulate_queue exactly (tests/serving/test_batching.py).
+    return simulate_faulty(rate, wl, e, faults, max_work=max_work, itl=itl)
+
+
+def one_at_a_time(rate: float, wl, e: QueueEngine, max_work: float = float("inf"), itl: bool = False) -> dict:
+    """simulate_faulty for a replica that runs one sequence at a time (bmax 1): a single-server first-come queue.
     A request's prefill pass and decode steps run alone, so their times depend on neither the rate nor the
     other requests: the pass is the loop's own expression, and the steps' sum is closed (decode_sums). The
     queue is Lindley's recursion: a request starts at its arrival or at the previous one's finish, whichever
-    is later. The loop's results to rounding (the steps summed in another order: a part in 10^15 of a time),
-    a microsecond a request where the loop spends a run of quiet steps on each (tests/serving/test_batching.py)."""
+    is later. Each gap between decode steps (itl) is the step itself, weighted by the one sequence it serves.
+    The loop's results to rounding (the steps summed in another order: a part in 10^15 of a time), a
+    microsecond a request where the loop spends a run of quiet steps on each (tests/serving/test_batching.py)."""
     import numpy as np
     unit, prompt, output = wl
     n = len(unit)
@@ -281,11 +290,16 @@ def one_at_a_time(rate: float, wl, e: QueueEngine, max_work: float = float("inf"
         if arr[r] >= mark and (r == 0 or arr[r] > finish[r - 1]):   # it idled to this arrival
             seen.append((before[r], arr[r]))
             continue
-        clock = first[r] + np.concatenate([[0.0], np.cumsum(decode_times(e, prompt[r], output[r]))])
+        clock = first[r] + np.concatenate([[0.0], np.cumsum(decode_times(e, prompt[r:r + 1], output[r:r + 1]))])
         k = min(int(np.searchsorted(clock, mark)), len(clock) - 1)
         seen.append((before[r] + k + 1, float(clock[k])))
+    if itl:
+        gaps = decode_times(e, prompt, output)
+        itl = (gaps, np.ones(len(gaps), dtype=int))
     return dict(arrival=np.array(arr), first=np.array(first), finish=np.array(finish), output=output.copy(),
-                window=marks, tokens=seen, batch_time=float(steps.sum()), work=work)
+                window=marks, tokens=seen, batch_time=float(steps.sum()), itl=itl or None,
+                longest_pass=float(max(0.0, passes.max())), preemptions=0, stall_idle=0.0,
+                peak_kv=int((prompt + output - 1).max()), work=work)
 
 
 def alone(e: QueueEngine, prompt, output):
@@ -296,11 +310,13 @@ def alone(e: QueueEngine, prompt, output):
     return np.maximum(flops / e.P, (e.wbytes + e.akv * prompt) / e.W), decode_sums(e, prompt, output)
 
 
-def decode_times(e: QueueEngine, p: int, o: int):
-    """The decode steps of one request alone (a prompt of p tokens, a reply of o): the loop's step at batch 1."""
+def decode_times(e: QueueEngine, prompt, output):
+    """The decode steps of requests served alone, one after another (arrays of prompt and reply lengths): the
+    loop's step at batch 1, the cached tokens running from p to p + o - 2 for each."""
     import numpy as np
-    s = np.arange(p, p + o - 1, dtype=float)
-    return np.maximum((e.wbytes + e.akv * s) / e.W, (e.kNa + e.att * s) / e.P)
+    counts = output - 1
+    s = np.arange(int(counts.sum()), dtype=float) + np.repeat(prompt - (np.cumsum(counts) - counts), counts)
+    return _step_times(s, int(prompt.min()), int((prompt + counts).max()) - 1, 1, e)
 
 
 def decode_sums(e: QueueEngine, prompt, output):
@@ -696,8 +712,14 @@ def _step_times(s, s0, s1, B, e):
 
 
 def weighted_quantile(x, w, f: float) -> float:
-    """The smallest x such that at least a share f of the total weight lies at or below it."""
+    """The smallest x such that at least a share f of the total weight lies at or below it. Equal weights (one
+    sequence at a time: a million gaps, each weighing one) need no sort: the rank is known, and a partition finds it."""
     import numpy as np
+    w = np.asarray(w)
+    if len(w) and w.min() == w.max():
+        ranks = float(w[0]) * np.arange(1, len(w) + 1, dtype=float)      # the sorted weights' running sums
+        k = int(np.searchsorted(ranks, f * ranks[-1] - 1e-9 * ranks[-1]))
+        return float(np.partition(np.asarray(x), k)[k])
     order = np.argsort(x, kind="stable")
     c = np.cumsum(np.asarray(w, float)[order])
     return float(np.asarray(x)[order][np.searchsorted(c, f * c[-1] - 1e-9 * c[-1])])
