@@ -243,7 +243,7 @@ def simulate_queue(rate: float, wl, e: QueueEngine, max_work: float = float("inf
     budget allow, each getting its first token at the pass's end; otherwise one decode step runs for
     every running sequence. Returns arrival, first- and last-token times, the window and the tokens
     counted at its ends, the time-integral of the batch (Little's law) and the run's work (see
-    simulate_faulty; past max_work it raises TooLong)."""
+    simulate_faulty; past max_work it raises TooLong). `simulate` picks the way: the loop, or one_at_a_time."""
     r = simulate(rate, wl, e, max_work=max_work, itl=False)
     return {key: r[key] for key in QUEUE_RESULT}
 
@@ -293,11 +293,10 @@ def one_at_a_time(rate: float, wl, e: QueueEngine, max_work: float = float("inf"
         clock = first[r] + np.concatenate([[0.0], np.cumsum(decode_times(e, prompt[r:r + 1], output[r:r + 1]))])
         k = min(int(np.searchsorted(clock, mark)), len(clock) - 1)
         seen.append((before[r] + k + 1, float(clock[k])))
-    if itl:
-        gaps = decode_times(e, prompt, output)
-        itl = (gaps, np.ones(len(gaps), dtype=int))
+    gaps = decode_times(e, prompt, output) if itl else None
     return dict(arrival=np.array(arr), first=np.array(first), finish=np.array(finish), output=output.copy(),
-                window=marks, tokens=seen, batch_time=float(steps.sum()), itl=itl or None,
+                window=marks, tokens=seen, batch_time=float(steps.sum()),
+                itl=(gaps, np.ones(len(gaps), dtype=int)) if itl else None,
                 longest_pass=float(max(0.0, passes.max())), preemptions=0, stall_idle=0.0,
                 peak_kv=int((prompt + output - 1).max()), work=work)
 
