@@ -67,6 +67,19 @@ def test_benchmarks_past_the_work_budget_are_refused_in_one_line(monkeypatch):
         lsg.compute(lsg.SPEC.check(seed=7))
 
 
+def test_no_rate_does_better_than_each_request_alone():
+    """Rate 0 is the limit where each request is served alone: every rate's latencies are at least those, so an
+    objective that fails there fails at every rate, and the search says so without a simulation."""
+    rep = lsg.claim_replica()
+    alone = rep.at(0.0)
+    for f in (0.05, 0.5, 1.0, 2.0):
+        m = rep.at(f * rep.lam)
+        assert m["attainment"] <= alone["attainment"] and m["n"] == alone["n"]
+        assert all(m[k] >= alone[k] for k in ("ttft_50", "ttft_p", "tpot_50", "tpot_p"))
+    strict = lsg.claim_replica(slo_ttft_s=alone["ttft_50"] / 2)    # half the requests miss it even alone
+    assert strict.max_rate(strict.joint) == (0.0, 0.5 * strict.lam) and not strict.tried
+
+
 def test_one_sequence_at_a_time_meets_the_ttft_objective_only_at_about_one_percent_load():
     """max_batch=1 (a single-server queue: batching.one_at_a_time). No prefill joins a decode, so a TPOT is one
     read of the weights plus at most a whole context's cache.

@@ -449,9 +449,12 @@ def notes(ch, p) -> list[str]:
     out, op, lo, lam = [], ch.data["op"], ch.data["bench"]["lo"], ch.data["replica"].lam
     if op["n"] * (1 - p.percentile) < 10:
         out.append(f"only {fmt(op['n'] * (1 - p.percentile), digits=2)} requests lie beyond the percentile; raise n_requests")
-    if lo == 0:
+    if lo == 0 and not ch.data["replica"].joint(0.0):
+        out.append(f"even each alone, in a batch of one, fewer than {pct(p.percentile)} of requests would meet both "
+                   "objectives: they are below what the replica does for a request alone, so no arrival rate meets them")
+    elif lo == 0:
         out.append(f"even at 1/{batching.FLOOR:,} of the saturation rate fewer than {pct(p.percentile)} of requests "
-                   "meet both objectives: they are below what the replica does for a request alone")
+                   "meet both objectives")
     elif lo > lam:
         out.append("the maximum goodput rate is above the saturation rate: the TTFT objective is longer than the "
                    "queue this benchmark builds, and a longer benchmark (more requests) lowers it")

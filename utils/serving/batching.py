@@ -364,12 +364,18 @@ def measure(r: dict, slo_ttft: float, slo_tpot: float, p: float) -> dict:
     sel = r["arrival"] >= t0
     ttft = (r["first"] - r["arrival"])[sel]
     tpot = ((r["finish"] - r["first"]) / (r["output"] - 1))[sel]
+    m, good = latencies(ttft, tpot, slo_ttft, slo_tpot, p)
+    return dict(m, rate=sel.sum() / (t1 - t0), throughput=(k1 - k0) / (s1 - s0), goodput=good / (t1 - t0))
+
+
+def latencies(ttft, tpot, slo_ttft: float, slo_tpot: float, p: float) -> tuple[dict, int]:
+    """The requests' TTFT and TPOT against the objectives: the shares within each and within both (attainment),
+    the medians and the percentiles; and how many requests meet both."""
     ok_ttft, ok_tpot = ttft <= slo_ttft, tpot <= slo_tpot
     good = ok_ttft & ok_tpot
-    return dict(rate=sel.sum() / (t1 - t0), throughput=(k1 - k0) / (s1 - s0), goodput=good.sum() / (t1 - t0),
-                attainment=float(good.mean()), att_ttft=float(ok_ttft.mean()), att_tpot=float(ok_tpot.mean()),
+    return dict(attainment=float(good.mean()), att_ttft=float(ok_ttft.mean()), att_tpot=float(ok_tpot.mean()),
                 ttft_50=quantile(ttft, 0.5), ttft_p=quantile(ttft, p), tpot_50=quantile(tpot, 0.5),
-                tpot_p=quantile(tpot, p), n=int(sel.sum()))
+                tpot_p=quantile(tpot, p), n=int(len(ttft))), good.sum()
 
 
 _RUNS: dict = {}
@@ -399,8 +405,20 @@ class Replica:
         return _RUNS[k]
 
     def at(self, rate: float) -> dict:
+        """The benchmark at an arrival rate; at rate 0, its limit: each request alone (alone_latencies)."""
+        if rate == 0:
+            return self.alone_latencies()
         self.tried.add(float(rate))
         return measure(self.run(rate), *self.slo, self.p)
+
+    def alone_latencies(self) -> dict:
+        """The window's requests each served alone, a batch of one with nothing queued before it: no rate does
+        better, for with company a pass carries other prompts too, a step reads other caches, and a prefill pass
+        can pause the decode (the judgement of a rate, with no simulation)."""
+        unit, prompt, output = self.wl
+        k = int(len(unit) * WARMUP)                 # the window: the requests after the warm-up (measure)
+        passes, steps = alone(self.engine, prompt[k:], output[k:])
+        return latencies(passes, steps / (output[k:] - 1), *self.slo, self.p)[0]
 
     def joint(self, rate: float) -> bool:
         """A share p of requests meet both objectives (the fraction that meets both)."""
@@ -419,6 +437,8 @@ class Replica:
             except Overloaded:
                 return False
         lo, hi = 0.5 * self.lam, 1.5 * self.lam
+        if not ok_(0.0):                             # fails with every request alone: at every rate (see at)
+            return 0.0, lo
         for _ in range(6):
             if not ok_(hi):
                 break
