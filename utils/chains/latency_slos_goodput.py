@@ -99,17 +99,17 @@ RESULTS = (
 
 
 def validate(p):
-    if p.n_requests > MAX_REQUESTS:
-        raise ParameterError(f"n_requests must be at most {MAX_REQUESTS:,}: the page runs about thirty benchmarks of "
-                             f"that many requests, past its budget of {WORK_BUDGET:,} steps of simulation, got "
-                             f"{p.n_requests}")
-    validate_replica(p)
+    validate_replica(p, MAX_REQUESTS, "about thirty benchmarks", WORK_BUDGET)
 
 
-def validate_replica(p):
-    """What a replica's simulation needs of its inputs (this page's and tail-latency's)."""
+def validate_replica(p, most: int, runs: str, budget: int):
+    """What a replica's simulation needs of its inputs (this page's and tail-latency's): `most` requests at the
+    most, past which the page's `runs` of them would exceed its `budget` of simulated steps."""
     if p.n_requests < 500:
         raise ParameterError(f"n_requests must be at least 500 for percentiles to mean anything, got {p.n_requests}")
+    if p.n_requests > most:
+        raise ParameterError(f"n_requests must be at most {most:,}: the page runs {runs} of that many requests, past "
+                             f"its budget of {budget:,} steps of simulation, got {p.n_requests}")
     heads = models._n(p.model, "n_heads", 0)
     if heads and p.gpus_per_replica > heads:
         raise ParameterError(f"gpus_per_replica must be at most {p.model.name}'s {heads} query heads: tensor "

@@ -102,11 +102,7 @@ RESULTS = (
 
 
 def validate(p):
-    if p.n_requests > MAX_REQUESTS:
-        raise ParameterError(f"n_requests must be at most {MAX_REQUESTS:,}: the page runs six simulations of that "
-                             f"many requests, past its budget of {WORK_BUDGET:,} steps of simulation, got "
-                             f"{p.n_requests}")
-    lsg.validate_replica(p)
+    lsg.validate_replica(p, MAX_REQUESTS, "six simulations", WORK_BUDGET)
     ctx = int(p.model.q("max_context").m)
     if p.long_prompt_tokens + 2 > ctx:
         raise ParameterError(f"long_prompt_tokens = {p.long_prompt_tokens} leaves no room for a reply in "

@@ -301,12 +301,17 @@ def one_at_a_time(rate: float, wl, e: QueueEngine, max_work: float = float("inf"
                 peak_kv=int((prompt + output - 1).max()), work=work)
 
 
+def prefill_flops(e: QueueEngine, prompt):
+    """Each prompt's prefill FLOPs (an array of token counts): through the weights, and causal attention."""
+    return e.kNa * prompt + e.att * prompt * (prompt + 1) / 2
+
+
 def alone(e: QueueEngine, prompt, output):
     """Each request served alone: its prefill pass (the loop's expression) and the sum of its decode steps
     (seconds, arrays): its service time in a single-server queue is their sum."""
     import numpy as np
-    flops = e.kNa * prompt + e.att * prompt * (prompt + 1) / 2
-    return np.maximum(flops / e.P, (e.wbytes + e.akv * prompt) / e.W), decode_sums(e, prompt, output)
+    return (np.maximum(prefill_flops(e, prompt) / e.P, (e.wbytes + e.akv * prompt) / e.W),
+            decode_sums(e, prompt, output))
 
 
 def decode_times(e: QueueEngine, prompt, output):
@@ -526,7 +531,7 @@ def simulate_faulty(rate: float, wl, e: QueueEngine, faults: Faults = Faults(),
     n = len(unit)
     arr, p, o = (unit / rate).tolist(), prompt.tolist(), output.tolist()
     po = (prompt + output).tolist()                 # a request's whole cache, in tokens
-    pf = (e.kNa * prompt + e.att * prompt * (prompt + 1) / 2).tolist()    # its prefill FLOPs (the loop's expression)
+    pf = prefill_flops(e, prompt).tolist()          # its prefill FLOPs
     wbytes, akv, W, P, kNa, att = e.wbytes, e.akv, e.W, e.P, e.kNa, e.att
     cap, bmax, budget = e.cap, e.bmax, e.budget
     every, stall, opt = float(faults.stall_every), float(faults.stall_s), bool(faults.optimistic)
