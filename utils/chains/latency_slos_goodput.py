@@ -549,11 +549,15 @@ def what_changes(p, ch) -> dict:
     assert p999.fails_first(p999_hi) == "TPOT" and misses[0] < 0.1 * misses[1]
     # One sequence at a time: a single-server queue. A Poisson arrival finds the server busy a share of the time
     # equal to its utilization, and then waits the rest of the service in progress: E[S^2] / (2 E[S]) on average.
-    one, one_lo, _ = variant(max_batch=1)
-    service = np.add(*batching.alone(one.engine, one.wl[1], one.wl[2]))
+    def single(seed):           # one sequence at a time, on a seed
+        one, one_lo, _ = variant(max_batch=1, seed=seed)
+        service = np.add(*batching.alone(one.engine, one.wl[1], one.wl[2]))
+        return one, one_lo, service, one_lo * float(np.mean(service))     # ..., the utilization at the good rate
+    one, one_lo, service, util = single(SEEDS[0])
     residual = float(np.mean(service ** 2) / (2 * np.mean(service)))
-    util = one_lo * float(np.mean(service))
-    assert residual > 2 * CLAIM["slo_ttft_s"] and 0.5 * (1 - CLAIM["percentile"]) < util < 2 * (1 - CLAIM["percentile"])
+    busy = [util] + [single(sd)[3] for sd in SEEDS[1:]]
+    assert residual > 2 * CLAIM["slo_ttft_s"]
+    assert all(0.5 * (1 - CLAIM["percentile"]) < u < 2 * (1 - CLAIM["percentile"]) for u in busy)
     return {"w-lo": rps(c_lo), "w-srv-ttft": dur(MLPERF["server"][0]), "w-srv-tpot": dur(MLPERF["server"][1]),
             "w-srv-lo": rps(srv_lo), "w-srv-binds": srv.fails_first(srv_hi),
             "w-srv-xt": fmt(MLPERF["server"][0] / CLAIM["slo_ttft_s"], digits=2),
@@ -566,6 +570,7 @@ def what_changes(p, ch) -> dict:
             "w-big-b-eff": fmt(big.chain["B"]), "w-big-x": fmt(big.chain["X_max"]), "w-x": fmt(cch["X_max"]),
             "w-big-lo": rps(big_lo), "w-big-binds": big.fails_first(big_hi), "w-h200-lo": rps(h200_lo),
             "w-one-x": fmt(one.chain["X_max"]), "w-one-lo": rps(one_lo), "w-one-util": pct(util, digits=2),
+            "w-one-util-range": f"{pct(min(busy), digits=2)} to {pct(max(busy), digits=2)} over {len(SEEDS)} seeds",
             "w-one-wait": dur(residual), "w-one-service": dur(float(np.mean(service))), "w-one-pct": nth(CLAIM["percentile"])}
 
 
